@@ -1,0 +1,152 @@
+"""`BertConfig`: the fields of the original `bert_config.json`, validated at construction."""
+
+import dataclasses
+import json
+import os
+from importlib import resources
+
+from absl import logging
+
+# Activation names are explicit because "gelu" meant different things to different codebases: the original
+# TF1 code's "gelu" is the tanh approximation, HF's "gelu" is the exact erf form.
+ACTIVATIONS = ("gelu", "gelu_tanh", "gelu_new", "relu", "tanh", "linear")
+PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
+
+
+def configs_dir():
+    """The folder holding `model/*.json` and `pretrain/*.yaml` (installed as package data `bert_tf.configs`)."""
+    try:
+        path = resources.files("bert_tf.configs")
+        if path.is_dir():
+            return str(path)
+    except ModuleNotFoundError:
+        pass
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+    """Hyper-parameters of a BERT encoder, with the names of the original `bert_config.json`.
+
+    Args:
+        vocab_size: WordPiece vocabulary size (30522 for the released uncased models).
+        hidden_size: width H of every layer.
+        num_hidden_layers: number L of Transformer blocks.
+        num_attention_heads: number A of heads; must divide `hidden_size`.
+        intermediate_size: width of the feed-forward layer (4H in the released models).
+        hidden_act: "gelu_tanh" (the original code's "gelu"), "gelu_new" (same), "gelu" (exact erf), "relu", ...
+        hidden_dropout_prob: dropout after embeddings, attention output and feed-forward output.
+        attention_probs_dropout_prob: dropout on the attention probabilities.
+        max_position_embeddings: number of learned positions (512).
+        type_vocab_size: number of segment ids (2 in the released configs).
+        initializer_range: stddev of the truncated-normal initializer (0.02).
+        layer_norm_eps: LayerNorm epsilon (1e-12 in the original code).
+        position_embedding_type: "learned" (original) or "sinusoidal" (option).
+        pre_layer_norm: False for the original post-LN blocks; True for pre-LN (option).
+
+    Example:
+    >>> config = BertConfig.preset("tiny")
+    >>> config.hidden_size, config.num_hidden_layers
+    (128, 2)
+    >>> BertConfig(hidden_size=100, num_attention_heads=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: hidden_size=100 is not divisible by num_attention_heads=3: choose a head count that divides it.
+    """
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu_tanh"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    position_embedding_type: str = "learned"
+    pre_layer_norm: bool = False
+
+    def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name}={value!r} must be a positive integer.")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
+                f"{self.num_attention_heads}: choose a head count that divides it.")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act={self.hidden_act!r} is unknown: use one of {', '.join(ACTIVATIONS)}.")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"{name}={value!r} must be in [0, 1).")
+        for name in ("initializer_range", "layer_norm_eps"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)!r} must be positive.")
+        if self.position_embedding_type not in ("learned", "sinusoidal"):
+            raise ValueError(f"position_embedding_type={self.position_embedding_type!r} must be "
+                             "'learned' or 'sinusoidal'.")
+
+    @property
+    def head_size(self):
+        return self.hidden_size // self.num_attention_heads
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values):
+        """Builds a config from a dict in this package's naming; unknown keys are an error."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - fields)
+        if unknown:
+            raise ValueError(f"Unknown BertConfig field(s) {unknown}: known fields are {sorted(fields)}.")
+        return cls(**values)
+
+    def to_json_file(self, path):
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+
+    @classmethod
+    def from_json_file(cls, path, original=True):
+        """Reads a `bert_config.json`.
+
+        With `original=True` (a file released with Google's checkpoints) the original's "gelu" becomes
+        "gelu_tanh", which is what the original code computed. `original=False` reads this package's own
+        files, where "gelu" is the exact erf form. Keys the original files carry that this package does not
+        model (e.g. `directionality`, `pooler_*`) are ignored with a log line.
+        """
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except OSError as e:
+            raise ValueError(f"Cannot read BertConfig file {path}: {e.strerror}.") from e
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON ({e}): expected a bert_config.json.") from e
+        if not original:
+            return cls.from_dict(values)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        ignored = sorted(set(values) - fields)
+        if ignored:
+            logging.info("Ignoring bert_config.json keys %s of %s", ignored, path)
+        values = {k: v for k, v in values.items() if k in fields}
+        if values.get("hidden_act") == "gelu":
+            values["hidden_act"] = "gelu_tanh"
+        return cls(**values)
+
+    @classmethod
+    def preset(cls, name, **overrides):
+        """One of tiny, mini, small, medium, base, large (configs/model/NAME.json), with optional overrides."""
+        if name not in PRESETS:
+            raise ValueError(f"Unknown preset {name!r}: use one of {', '.join(PRESETS)}.")
+        config = cls.from_json_file(os.path.join(configs_dir(), "model", f"{name}.json"), original=False)
+        return dataclasses.replace(config, **overrides) if overrides else config
+
+    def replace(self, **overrides):
+        return dataclasses.replace(self, **overrides)

@@ -1,0 +1,80 @@
+"""`BertPretrainer`: the encoder with the masked-LM (tied) and next-sentence heads of the original."""
+
+import keras
+
+from bert_tf.modeling.encoder import ENCODER_INPUTS, BertEncoder, as_config, check_inputs
+from bert_tf.modeling.losses import pretraining_losses
+from bert_tf.modeling.masked_lm_head import MaskedLMHead
+from bert_tf.modeling.next_sentence_head import NextSentenceHead
+
+PRETRAINER_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertPretrainer(keras.Model):
+    """BERT for pre-training: `BertEncoder` + `MaskedLMHead` tied to the word embeddings + `NextSentenceHead`.
+
+    Inputs: the encoder's three id tensors plus `masked_lm_positions` [B, P]. Outputs: `mlm_logits` [B, P, V]
+    (only at the gathered positions) and `nsp_logits` [B, 2]. `compute_losses(outputs, features)` gives the
+    original losses and metrics; `fit` works on batches of the TFRecord feature dict (labels inside `x`).
+
+    Args:
+        config: a `BertConfig` (or a dict of its fields).
+        use_next_sentence: False drops the NSP loss (RoBERTa-style option); the head still exists.
+
+    Example:
+    >>> model = BertPretrainer(BertConfig.preset("tiny", vocab_size=100))
+    >>> ids = keras.ops.ones((2, 8), "int32")
+    >>> out = model({"input_word_ids": ids, "input_mask": ids, "input_type_ids": ids * 0,
+    ...              "masked_lm_positions": keras.ops.ones((2, 3), "int32")})
+    >>> out["mlm_logits"].shape, out["nsp_logits"].shape
+    ((2, 3, 100), (2, 2))
+    """
+
+    def __init__(self, config, use_next_sentence=True, name="pretrainer", encoder=None, **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.config = as_config(config)
+        self.use_next_sentence = use_next_sentence
+        c = self.config
+        self.encoder = encoder if encoder is not None else BertEncoder(c, dtype=self.dtype_policy)
+        self.masked_lm = MaskedLMHead(c.vocab_size, c.hidden_size, c.hidden_act, c.initializer_range,
+                                      c.layer_norm_eps, dtype=self.dtype_policy, name="predictions")
+        self.next_sentence = NextSentenceHead(c.hidden_size, c.initializer_range, dtype=self.dtype_policy,
+                                              name="seq_relationship")
+        # Built here, outside this model's own name scope, so the variables read `cls/predictions/...` as in
+        # the TF1 checkpoints, next to the encoder's `bert/...`.
+        with keras.name_scope("cls"):
+            self.masked_lm.build()
+            self.next_sentence.build()
+
+    def build(self, input_shape=None):
+        pass
+
+    def call(self, inputs, training=None):
+        check_inputs(inputs, PRETRAINER_INPUTS)
+        encoded = self.encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training)
+        mlm_logits = self.masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"],
+                                    self.encoder.word_embeddings)
+        return {"mlm_logits": mlm_logits, "nsp_logits": self.next_sentence(encoded["pooled_output"])}
+
+    def compute_losses(self, outputs, features):
+        """The original losses and metrics (see `bert_tf.modeling.losses.pretraining_losses`)."""
+        return pretraining_losses(outputs, features, self.use_next_sentence)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        # Lets `fit` train on the TFRecord feature dict alone: the labels travel inside `x`.
+        loss = self.compute_losses(y_pred, x)["loss"]
+        return loss + sum(self.losses) if self.losses else loss
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+                "config": self.config.to_dict(), "use_next_sentence": self.use_next_sentence}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        dtype = config.pop("dtype", None)
+        if isinstance(dtype, dict):
+            dtype = keras.saving.deserialize_keras_object(dtype)
+        return cls(dtype=dtype, **config)

