@@ -1,0 +1,1 @@
+"""The original pre-training TFRecord format: its feature spec, writer and parser."""

@@ -1,0 +1,57 @@
+"""The original pre-training TFRecord format: feature names, dtypes and shapes (shared/RECIPE.md).
+
+`create_pretraining_data.py` wrote `input_ids`/`segment_ids` ("v1"); Model Garden reads the same records under
+`input_word_ids`/`input_type_ids` ("v2"). Models in this package take the encoder's names (`input_word_ids`,
+`input_mask`, `input_type_ids`), so readers rename v1 features on the way in.
+"""
+
+import tensorflow as tf
+
+V1_TO_MODEL_NAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
+MODEL_TO_V1_NAMES = {v: k for k, v in V1_TO_MODEL_NAMES.items()}
+
+# (record name in v1, dtype, length kind): "seq" features have max_seq_length values, "pred" features
+# max_predictions_per_seq values, "one" a single value.
+V1_FEATURES = (
+    ("input_ids", tf.int64, "seq"),
+    ("input_mask", tf.int64, "seq"),
+    ("segment_ids", tf.int64, "seq"),
+    ("masked_lm_positions", tf.int64, "pred"),
+    ("masked_lm_ids", tf.int64, "pred"),
+    ("masked_lm_weights", tf.float32, "pred"),
+    ("next_sentence_labels", tf.int64, "one"),
+)
+NAME_VERSIONS = ("v1", "v2")
+
+
+def record_name(v1_name, names="v1"):
+    """The name a feature has in records of the given naming version."""
+    if names not in NAME_VERSIONS:
+        raise ValueError(f"names={names!r} is unknown: use one of {NAME_VERSIONS}.")
+    return V1_TO_MODEL_NAMES.get(v1_name, v1_name) if names == "v2" else v1_name
+
+
+def feature_lengths(max_seq_length, max_predictions_per_seq):
+    return {"seq": max_seq_length, "pred": max_predictions_per_seq, "one": 1}
+
+
+def feature_spec(max_seq_length, max_predictions_per_seq, names="v1"):
+    """The `tf.io.FixedLenFeature` dict that parses records of this format, keyed by record name.
+
+    Example:
+    >>> spec = feature_spec(128, 20)
+    >>> spec["input_ids"].shape, spec["masked_lm_weights"].dtype
+    ([128], tf.float32)
+    """
+    lengths = feature_lengths(max_seq_length, max_predictions_per_seq)
+    return {record_name(name, names): tf.io.FixedLenFeature([lengths[kind]], dtype)
+            for name, dtype, kind in V1_FEATURES}
+
+
+def to_model_features(parsed):
+    """Record features (v1 or v2 names) -> the model's names, int64 cast to int32 as the original readers do."""
+    features = {}
+    for name, value in parsed.items():
+        name = V1_TO_MODEL_NAMES.get(name, name)
+        features[name] = tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+    return features
