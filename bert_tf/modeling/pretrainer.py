@@ -46,6 +46,7 @@ class BertPretrainer(keras.Model):
         with keras.name_scope("cls"):
             self.masked_lm.build()
             self.next_sentence.build()
+        self.built = True
 
     def build(self, input_shape=None):
         pass
