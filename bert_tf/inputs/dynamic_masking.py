@@ -1,0 +1,182 @@
+"""Dynamic masking (RoBERTa's option): the original masking rules drawn again for every batch, inside tf.data.
+
+The rules are those of the original `create_masked_lm_predictions` (bert_tf/instances/masking.py is the
+reference): [CLS], [SEP] and [PAD] are never candidates; num_to_predict = min(max_predictions_per_seq,
+max(1, round(len * masked_lm_prob))) with len counting the special tokens; with whole-word masking a "##" piece
+joins the previous candidate's word and a word that would exceed the budget is skipped; each chosen token is
+[MASK] 80% of the time, kept 10%, a random token of the whole vocab 10%; positions come out sorted.
+
+Two ops are written here instead of taken from tensorflow-text: its `RandomItemSelector` selects
+ceil(rate * selectable items) with the budget counted in words, not the original's rounded count over all tokens
+with a token budget; its `MaskValuesChooser` draws from stateful RNG ops, so its masks could neither be
+reproduced from a seed nor resumed from an iterator checkpoint (here every draw is stateless, from a per-batch
+seed).
+"""
+
+import os
+
+import tensorflow as tf
+
+SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
+MASK_RATE, KEEP_RATE = 0.8, 0.1  # the rest (0.1) is a random token
+
+
+class DynamicMasker:
+    """Masks batches of unmasked instances with the original rules, from a stateless seed per batch.
+
+    Args:
+        vocab: the vocab file's path or its tokens in id order (needs [PAD], [CLS], [SEP], [MASK]; "##" marks
+            word pieces for whole-word masking).
+        masked_lm_prob: the share of tokens to predict (original default 0.15).
+        do_whole_word_mask: mask whole words ("##" pieces with the piece before them).
+
+    Example:
+    >>> masker = DynamicMasker("vocab.txt", masked_lm_prob=0.15)
+    >>> features = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types,
+    ...             "next_sentence_labels": labels}                      # int32 [B, T], [B, 1]
+    >>> out = masker.mask_batch(features, max_predictions_per_seq=20, seed=tf.constant([1, 0], tf.int64))
+    >>> sorted(out)
+    ['input_mask', 'input_type_ids', 'input_word_ids', 'masked_lm_ids', 'masked_lm_positions',
+     'masked_lm_weights', 'next_sentence_labels']
+    """
+
+    def __init__(self, vocab, masked_lm_prob=0.15, do_whole_word_mask=False):
+        if isinstance(vocab, (str, os.PathLike)):
+            with tf.io.gfile.GFile(os.fspath(vocab), "r") as f:
+                vocab = [line.rstrip("\n").strip() for line in f]
+        self.vocab = list(vocab)
+        missing = [t for t in SPECIAL_TOKENS if t not in self.vocab]
+        if missing:
+            raise ValueError(f"The vocab lacks {missing}: dynamic masking needs {list(SPECIAL_TOKENS)}; use a vocab "
+                             f"learned by bert-vocab (it always adds them).")
+        if not 0.0 < masked_lm_prob < 1.0:
+            raise ValueError(f"masked_lm_prob={masked_lm_prob} must lie in (0, 1); the original uses 0.15.")
+        self.masked_lm_prob = float(masked_lm_prob)
+        self.do_whole_word_mask = bool(do_whole_word_mask)
+        self.vocab_size = len(self.vocab)
+        self.pad_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab.index(t) for t in SPECIAL_TOKENS)
+        self._is_subword = tf.constant([t.startswith("##") for t in self.vocab], tf.bool)
+
+    def mask_batch(self, features, max_predictions_per_seq, seed):
+        """Unmasked features (input_word_ids, input_mask, input_type_ids [B, T], next_sentence_labels [B, 1])
+        -> the full pre-training feature dict of the static path, masks drawn from `seed` (int64 [2])."""
+        ids = tf.convert_to_tensor(features["input_word_ids"], tf.int32)
+        input_mask = tf.cast(features["input_mask"], tf.int32)
+        batch, seq_len = tf.shape(ids)[0], tf.shape(ids)[1]
+        num_predictions = max_predictions_per_seq
+        select_seed, value_seed, token_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 3))
+
+        special = (tf.equal(ids, self.cls_id) | tf.equal(ids, self.sep_id) | tf.equal(ids, self.pad_id))
+        candidate = tf.equal(input_mask, 1) & tf.logical_not(special)
+        lengths = tf.reduce_sum(input_mask, axis=1)
+        # Python's round() on the same double: both round half to even.
+        budget = tf.cast(tf.round(tf.cast(lengths, tf.float64) * self.masked_lm_prob), tf.int32)
+        budget = tf.minimum(num_predictions, tf.maximum(1, budget))
+
+        if self.do_whole_word_mask:
+            selected = self._select_whole_words(ids, candidate, budget, select_seed)
+        else:
+            selected = self._select_tokens(candidate, budget, num_predictions, select_seed)
+
+        # The selected positions in increasing order, padded with seq_len (top_k of the negated positions).
+        position_or_end = tf.where(selected, tf.range(seq_len)[tf.newaxis, :], seq_len)
+        positions = -tf.math.top_k(-position_or_end, k=num_predictions, sorted=True).values
+        is_real = positions < seq_len
+        positions = tf.where(is_real, positions, 0)
+        labels = tf.where(is_real, tf.gather(ids, positions, batch_dims=1), 0)
+
+        draw = tf.random.stateless_uniform([batch, num_predictions], value_seed)
+        random_tokens = tf.random.stateless_uniform([batch, num_predictions], token_seed, minval=0,
+                                                    maxval=self.vocab_size, dtype=tf.int32)
+        values = tf.where(draw < MASK_RATE, self.mask_id,
+                          tf.where(draw < MASK_RATE + KEEP_RATE, labels, random_tokens))
+        # Adding (new - old) leaves the padding entries (all at position 0, delta 0) harmless.
+        delta = tf.where(is_real, values - labels, 0)
+        indices = tf.stack([tf.broadcast_to(tf.range(batch)[:, tf.newaxis], tf.shape(positions)), positions], -1)
+        masked_ids = tf.tensor_scatter_nd_add(ids, tf.reshape(indices, [-1, 2]), tf.reshape(delta, [-1]))
+        return {
+            "input_word_ids": masked_ids,
+            "input_mask": input_mask,
+            "input_type_ids": tf.cast(features["input_type_ids"], tf.int32),
+            "masked_lm_positions": positions,
+            "masked_lm_ids": labels,
+            "masked_lm_weights": tf.cast(is_real, tf.float32),
+            "next_sentence_labels": tf.cast(features["next_sentence_labels"], tf.int32),
+        }
+
+    def _select_tokens(self, candidate, budget, num_predictions, seed):
+        """A uniformly random subset of min(budget, candidates) candidate tokens per row."""
+        keys = tf.where(candidate, tf.random.stateless_uniform(tf.shape(candidate), seed), 2.0)
+        k = tf.minimum(num_predictions, tf.shape(candidate)[1])
+        chosen = tf.math.top_k(-keys, k=k, sorted=True).indices  # the k smallest keys, in shuffled order
+        take = (tf.range(k)[tf.newaxis, :] < budget[:, tf.newaxis]) & tf.gather(candidate, chosen, batch_dims=1)
+        return _scatter_rows(chosen, take, tf.shape(candidate))
+
+    def _select_whole_words(self, ids, candidate, budget, seed):
+        """The original's greedy pass over shuffled words: a word that would exceed the budget is skipped."""
+        seq_len = tf.shape(ids)[1]
+        # As in the original, a "##" piece joins the previous candidate's word, even across a [SEP].
+        is_piece = tf.gather(self._is_subword, ids) & candidate
+        earlier_candidate = tf.cumsum(tf.cast(candidate, tf.int32), axis=1, exclusive=True) > 0
+        starts = candidate & tf.logical_not(is_piece & earlier_candidate)
+        word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # the word of each candidate token
+        num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
+        word_or_end = tf.where(candidate, word, seq_len)  # non-candidates go to an extra, dropped slot
+        batch = tf.shape(ids)[0]
+        row_offsets = tf.range(batch)[:, tf.newaxis] * (seq_len + 1)
+        sizes = tf.math.unsorted_segment_sum(tf.ones_like(ids), word_or_end + row_offsets, batch * (seq_len + 1))
+        sizes = tf.reshape(sizes, [batch, seq_len + 1])[:, :seq_len]
+
+        word_slots = tf.range(seq_len)[tf.newaxis, :]
+        keys = tf.where(word_slots < num_words[:, tf.newaxis], tf.random.stateless_uniform(tf.shape(ids), seed), 2.0)
+        order = tf.argsort(keys, axis=1)  # words in shuffled order, then the empty slots
+        ordered_sizes = tf.gather(sizes, order, batch_dims=1)
+        ordered_sizes = tf.where(word_slots < num_words[:, tf.newaxis], ordered_sizes, 0)
+
+        def visit(j, total, taken):
+            size = ordered_sizes[:, j]
+            take = (size > 0) & (total + size <= budget)
+            return j + 1, total + tf.where(take, size, 0), taken | (take[:, tf.newaxis] & tf.equal(word_slots, j))
+
+        def unfinished(j, total, taken):
+            # Every word has size >= 1, so a full budget takes nothing more (the original's `break`).
+            return (j < tf.reduce_max(num_words)) & tf.reduce_any(total < budget)
+
+        _, _, taken = tf.while_loop(unfinished, visit, (0, tf.zeros_like(budget), tf.zeros_like(candidate)))
+        word_taken = _scatter_rows(order, taken, tf.shape(ids))  # taken is indexed by ordered slot
+        return candidate & tf.gather(word_taken, tf.maximum(word, 0), batch_dims=1)
+
+    def unmasked_features(self, features):
+        """Records' features -> the four unmasked ones `mask_batch` takes; static masks in them are undone.
+
+        Missing features are filled in: input_mask from ids != [PAD], input_type_ids and next_sentence_labels 0.
+        """
+        ids = tf.cast(features["input_word_ids"], tf.int32)
+        if "masked_lm_positions" in features and "masked_lm_ids" in features:
+            positions = tf.cast(features["masked_lm_positions"], tf.int32)
+            real = tf.cast(features["masked_lm_weights"], tf.float32) > 0 if "masked_lm_weights" in features \
+                else tf.not_equal(positions, 0)
+            original = tf.cast(features["masked_lm_ids"], tf.int32)
+            delta = tf.where(real, original - tf.gather(ids, positions, batch_dims=1), 0)
+            rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, tf.newaxis], tf.shape(positions))
+            ids = tf.tensor_scatter_nd_add(ids, tf.reshape(tf.stack([rows, positions], -1), [-1, 2]),
+                                           tf.reshape(delta, [-1]))
+        batch = tf.shape(ids)[0]
+        input_mask = features.get("input_mask")
+        input_mask = tf.cast(tf.not_equal(ids, self.pad_id), tf.int32) if input_mask is None else input_mask
+        types = features.get("input_type_ids")
+        labels = features.get("next_sentence_labels")
+        return {
+            "input_word_ids": ids,
+            "input_mask": tf.cast(input_mask, tf.int32),
+            "input_type_ids": tf.zeros_like(ids) if types is None else tf.cast(types, tf.int32),
+            "next_sentence_labels": (tf.zeros([batch, 1], tf.int32) if labels is None
+                                     else tf.reshape(tf.cast(labels, tf.int32), [batch, 1])),
+        }
+
+
+def _scatter_rows(columns, values, shape):
+    """A [B, T] bool mask, True at (b, columns[b, j]) where values[b, j]; the columns of a row are distinct."""
+    rows = tf.broadcast_to(tf.range(shape[0])[:, tf.newaxis], tf.shape(columns))
+    indices = tf.reshape(tf.stack([rows, columns], -1), [-1, 2])
+    return tf.scatter_nd(indices, tf.reshape(tf.cast(values, tf.int32), [-1]), shape) > 0

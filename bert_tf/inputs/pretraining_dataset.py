@@ -1,0 +1,220 @@
+"""The training input pipeline: original-format TFRecords -> batches of the model's feature dict.
+
+Follows the original `run_pretraining.input_fn_builder` (files shuffled and repeated, records interleaved across
+files, a shuffle buffer, `drop_remainder=True` batches so every shape is static for TPUs) with what a long run
+needs on top: sharding per input pipeline from a `tf.distribute.InputContext`, a seed that makes the order (and
+dynamic masks) reproducible, an iterator that `tf.train.Checkpoint` can save, and errors that name the broken
+file and the shapes that do not match.
+"""
+
+import concurrent.futures
+import random
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.inputs.record_files import (checked_records, detect_compression, expand_file_patterns,
+                                         expected_record_bytes, first_record)
+from bert_tf.records import feature_spec as spec_lib
+
+MODEL_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions", "masked_lm_ids",
+                  "masked_lm_weights", "next_sentence_labels")
+DEFAULT_SHUFFLE_BUFFER = 1000
+DEFAULT_CYCLE_LENGTH = 8
+# Only these features are needed to mask on the fly; the rest are filled in when the records lack them.
+_DYNAMIC_REQUIRED = ("input_ids",)
+
+
+def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq, batch_size, *, is_training=True,
+                        input_context=None, names="auto", compression="auto",
+                        shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, seed=None, cycle_length=None,
+                        num_parallel_calls=tf.data.AUTOTUNE, masker=None):
+    """Batches of pre-training features read from TFRecords in the original format.
+
+    Each element is a dict with the model's names: `input_word_ids`, `input_mask`, `input_type_ids` int32
+    [batch_size, max_seq_length]; `masked_lm_positions`, `masked_lm_ids` int32 and `masked_lm_weights` float32
+    [batch_size, max_predictions_per_seq]; `next_sentence_labels` int32 [batch_size, 1]. Shapes are static
+    (`drop_remainder=True`, also when `is_training` is False: a last partial batch is left out).
+
+    Args:
+        input_patterns: a file, a glob, a comma-separated string of them (the original `--input_file`) or a list.
+        max_seq_length, max_predictions_per_seq: the lengths the records were written with; records of another
+            length fail with the expected and found shapes.
+        batch_size: the batch THIS pipeline yields, i.e. global batch / `input_context.num_input_pipelines`. With
+            one pipeline per worker iterated as a plain `iter(dataset)` and split across the worker's replicas, it
+            is the per-worker batch; inside `distribute_datasets_from_function` (one pipeline per replica) it is
+            `input_context.get_per_replica_batch_size(global_batch_size)`.
+        is_training: shuffle and repeat forever (True), or one pass in file order (False).
+        input_context: a `tf.distribute.InputContext`; each pipeline then reads its own share: whole files when
+            there are at least as many files as pipelines, else every n-th record of all files.
+        names: "auto" (from the first record), "v1" (`input_ids`, `segment_ids`) or "v2" (`input_word_ids`,
+            `input_type_ids`).
+        compression: "auto" (gzip recognised by its magic bytes, per file), "" , "GZIP" or "ZLIB".
+        shuffle_buffer: records in the shuffle buffer. An iterator checkpoint stores the buffer, so keep it
+            moderate (the records are already shuffled when written, as in the original, whose buffer was 100).
+        seed: makes the file order, record order and dynamic masks reproducible (needed to resume exactly from
+            an iterator checkpoint); None draws one.
+        cycle_length: files read at once (default min(8, files of this pipeline)).
+        num_parallel_calls: parallelism of reading and parsing.
+        masker: a `DynamicMasker` to mask on the fly (RoBERTa's dynamic masking): the records then need only
+            `input_ids` (up to max_seq_length, padded here); masks already in them are undone and drawn again,
+            a new draw each epoch.
+
+    Example:
+    >>> ds = pretraining_dataset("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1)
+    >>> batch = next(iter(ds))
+    >>> batch["input_word_ids"].shape, batch["masked_lm_weights"].dtype
+    (TensorShape([32, 128]), tf.float32)
+    """
+    for arg, value in (("max_seq_length", max_seq_length), ("max_predictions_per_seq", max_predictions_per_seq),
+                       ("batch_size", batch_size), ("shuffle_buffer", shuffle_buffer)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{arg}={value!r} must be a positive integer.")
+    files = expand_file_patterns(input_patterns)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
+        compressions = list(pool.map(lambda f: detect_compression(f, compression), files))
+        expected_bytes = list(pool.map(expected_record_bytes, files, compressions))
+    layout = _record_layout(files, compressions, names)
+    _check_layout(layout, max_seq_length, max_predictions_per_seq, dynamic=masker is not None)
+
+    num_pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    if seed is None:
+        seed = random.SystemRandom().randrange(2 ** 31)
+        logging.info("pretraining_dataset: no seed given, drew seed=%d.", seed)
+
+    file_ds = tf.data.Dataset.from_tensor_slices((files, compressions, tf.constant(expected_bytes, tf.int64)))
+    shard_by_file = len(files) >= num_pipelines
+    files_here = len(range(pipeline_id, len(files), num_pipelines)) if shard_by_file else len(files)
+    if shard_by_file and num_pipelines > 1:
+        file_ds = file_ds.shard(num_pipelines, pipeline_id)
+    if is_training and shard_by_file:
+        file_ds = file_ds.shuffle(files_here, seed=seed, reshuffle_each_iteration=True).repeat()
+    records = file_ds.interleave(
+        checked_records, cycle_length=min(cycle_length or DEFAULT_CYCLE_LENGTH, files_here), block_length=1,
+        num_parallel_calls=num_parallel_calls, deterministic=True)
+    if not shard_by_file:
+        # Every pipeline reads all files in the same order and keeps every n-th record.
+        records = records.shard(num_pipelines, pipeline_id)
+        if is_training:
+            records = records.repeat()
+    if is_training:
+        records = records.shuffle(shuffle_buffer, seed=seed)
+    batches = records.batch(batch_size, drop_remainder=True)
+
+    parse = _batch_parser(layout, max_seq_length, max_predictions_per_seq, batch_size, masker)
+    if masker is None:
+        batches = batches.map(lambda paths, serialized: parse(paths, serialized),
+                              num_parallel_calls=num_parallel_calls, deterministic=True)
+    else:
+        # One stateless seed per batch: the batch counter runs on across epochs, so each epoch gets new masks,
+        # and it is part of the iterator checkpoint, so a resumed run draws the masks it would have drawn.
+        mask_seed = (seed * 1_000_003 + pipeline_id) % (2 ** 31)
+
+        def parse_and_mask(index, element):
+            features = parse(*element)
+            return masker.mask_batch(features, max_predictions_per_seq,
+                                     tf.stack([tf.constant(mask_seed, tf.int64), index]))
+
+        batches = batches.enumerate().map(parse_and_mask, num_parallel_calls=num_parallel_calls,
+                                          deterministic=True)
+    return batches.prefetch(tf.data.AUTOTUNE)
+
+
+class _RecordLayout:
+    """What the first record says about the files: naming version and the length of each feature present."""
+
+    def __init__(self, path, names, lengths):
+        self.path, self.names, self.lengths = path, names, lengths
+
+    def record_name(self, v1_name):
+        return spec_lib.record_name(v1_name, self.names)
+
+
+def _record_layout(files, compressions, names):
+    if names not in ("auto",) + spec_lib.NAME_VERSIONS:
+        raise ValueError(f"names={names!r} is unknown: use 'auto', 'v1' (input_ids, segment_ids) or 'v2' "
+                         f"(input_word_ids, input_type_ids).")
+    for path, compression in zip(files, compressions):
+        raw = first_record(path, compression)
+        if raw is not None:
+            break
+    else:
+        raise ValueError(f"The input files hold no record ({len(files)} files, first {files[0]}): check that "
+                         f"create_pretraining_data wrote them completely.")
+    feature_map = tf.train.Example.FromString(raw).features.feature
+    found = "v1" if "input_ids" in feature_map else "v2" if "input_word_ids" in feature_map else None
+    if found is None:
+        raise ValueError(f"The first record of {path} has neither input_ids (v1) nor input_word_ids (v2), only "
+                         f"{sorted(feature_map)}: these are not BERT pre-training records.")
+    if names != "auto" and names != found:
+        raise ValueError(f"names={names!r} was asked but the records of {path} use the {found} names: pass "
+                         f"names='auto' or names={found!r}.")
+    lengths = {}
+    for v1_name, _, _ in spec_lib.V1_FEATURES:
+        name = spec_lib.record_name(v1_name, found)
+        if name in feature_map:
+            feature = feature_map[name]
+            lengths[v1_name] = len(getattr(feature, feature.WhichOneof("kind")).value)
+    return _RecordLayout(path, found, lengths)
+
+
+def _check_layout(layout, max_seq_length, max_predictions_per_seq, dynamic):
+    wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
+    required = _DYNAMIC_REQUIRED if dynamic else tuple(name for name, _, _ in spec_lib.V1_FEATURES)
+    missing = [layout.record_name(n) for n in required if n not in layout.lengths]
+    if missing:
+        raise ValueError(f"The records of {layout.path} lack {missing} (they hold {sorted(layout.lengths)}): "
+                         + ("write them with create_pretraining_data, or pass a DynamicMasker to mask unmasked "
+                            "records on the fly." if not dynamic else "they are not BERT pre-training records."))
+    for v1_name, _, kind in spec_lib.V1_FEATURES:
+        if v1_name not in layout.lengths or (dynamic and kind == "pred"):
+            continue
+        found, expected = layout.lengths[v1_name], wanted[kind]
+        if found != expected and not (dynamic and kind == "seq" and found < expected):
+            flag = {"seq": "max_seq_length", "pred": "max_predictions_per_seq", "one": "the label length"}[kind]
+            raise ValueError(f"Records in {layout.path} do not match {flag}={expected}: feature "
+                             f"{layout.record_name(v1_name)} has shape [{found}], expected [{expected}]. Pass the "
+                             f"{flag} the records were written with ({found}) or write them again.")
+
+
+def _batch_parser(layout, max_seq_length, max_predictions_per_seq, batch_size, masker):
+    """(paths [B], serialized [B]) -> the feature dict; a record of another length fails naming its file."""
+    wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
+    present = [(name, dtype, kind) for name, dtype, kind in spec_lib.V1_FEATURES if name in layout.lengths]
+    ragged_spec = {layout.record_name(name): tf.io.RaggedFeature(dtype) for name, dtype, _ in present}
+
+    def check_lengths(paths, name, ragged, expected, exact):
+        lengths = ragged.row_lengths()
+        ok = tf.reduce_all(tf.equal(lengths, expected) if exact else tf.less_equal(lengths, expected))
+
+        def fail():
+            bad = tf.argmax(tf.cast(tf.not_equal(lengths, expected) if exact else lengths > expected, tf.int32))
+            message = tf.strings.format(
+                "A record in {} does not match the pipeline's lengths: feature {} has shape [{}], expected [{}]{}."
+                " Pass the max_seq_length / max_predictions_per_seq the records were written with.",
+                (paths[bad], name, lengths[bad], expected, "" if exact else " at most"))
+            with tf.control_dependencies([tf.debugging.Assert(False, [message], name="check_record_length")]):
+                return tf.constant(False)
+
+        return tf.cond(ok, lambda: ok, fail)
+
+    def parse(paths, serialized):
+        parsed = tf.io.parse_example(serialized, ragged_spec)
+        dense, checks = {}, []
+        for v1_name, dtype, kind in present:
+            name = layout.record_name(v1_name)
+            if masker is not None and kind == "pred":
+                # Static masks of a record are only undone (below): padded to their own length.
+                dense[name] = parsed[name].to_tensor()
+                continue
+            exact = masker is None or kind != "seq"
+            checks.append(check_lengths(paths, name, parsed[name], wanted[kind], exact))
+            dense[name] = parsed[name].to_tensor(shape=[batch_size, wanted[kind]])
+        with tf.control_dependencies(checks):
+            features = {k: tf.identity(v) for k, v in spec_lib.to_model_features(dense).items()}
+        if masker is not None:
+            features = masker.unmasked_features(features)
+        return features
+
+    return parse

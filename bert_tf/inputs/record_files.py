@@ -1,0 +1,117 @@
+"""TFRecord files on the way in: patterns to file lists, compression, and reading that names a broken file.
+
+tf.data's `TFRecordDataset` reports a corrupt record as a `DataLossError` without the file's name, and a file cut
+inside a record header (the first 12 bytes of a record) ends silently, as if the file were complete. So every
+file is read with its byte count checked: the records of an uncompressed file must cover its size exactly, those
+of a gzip file the uncompressed size that its trailer stores (mod 2**32). A read error ends the file's records and
+the check then fails with the file's name. ZLIB files carry no size and are read unchecked.
+"""
+
+import os
+
+import tensorflow as tf
+
+COMPRESSIONS = ("auto", "", "GZIP", "ZLIB")
+# Bytes of framing around each record in a TFRecord file: uint64 length, its crc32c, the data's crc32c.
+_RECORD_FRAMING_BYTES = 16
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def expand_file_patterns(input_patterns):
+    """Sorted, de-duplicated files matched by a pattern, a comma-separated string of patterns, or a list of them.
+
+    Example:
+    >>> expand_file_patterns("data/wiki-*.tfrecord,data/books.tfrecord")
+    ['data/books.tfrecord', 'data/wiki-00000.tfrecord', 'data/wiki-00001.tfrecord']
+    """
+    if isinstance(input_patterns, (str, os.PathLike)):
+        input_patterns = [input_patterns]
+    patterns = [p.strip() for item in input_patterns for p in os.fspath(item).split(",") if p.strip()]
+    if not patterns:
+        raise ValueError(f"input_patterns={input_patterns!r} names no file: pass a path, a glob or a "
+                         f"comma-separated list of them.")
+    files = set()
+    for pattern in patterns:
+        matched = tf.io.gfile.glob(pattern)
+        if not matched:
+            raise FileNotFoundError(f"Input pattern {pattern!r} matches no file: check the path (globs like "
+                                    f"'dir/part-*.tfrecord' are expanded here, not by the shell).")
+        files.update(matched)
+    return sorted(files)
+
+
+def detect_compression(path, compression="auto"):
+    """"GZIP" if the file starts with the gzip magic bytes, else "" (uncompressed); an explicit value is checked."""
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"compression={compression!r} is unknown: use one of {COMPRESSIONS} "
+                         f"('auto' recognises gzip; ZLIB files must be named).")
+    if compression != "auto":
+        return compression
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return "GZIP" if f.read(2) == _GZIP_MAGIC else ""
+
+
+def expected_record_bytes(path, compression):
+    """What the records' framed sizes must add up to: the file size, the gzip trailer's size mod 2**32, or -1.
+
+    -1 (ZLIB) means "not checkable". A gzip file written by concatenating several gzip streams stores only the
+    last stream's size: such a file fails the check and has to be re-compressed as one stream.
+    """
+    if compression == "":
+        return tf.io.gfile.stat(path).length
+    if compression == "GZIP":
+        size = tf.io.gfile.stat(path).length
+        if size < 18:  # a gzip header and trailer alone take 18 bytes
+            return size + 1  # unreachable total: the check reports the file as truncated
+        with tf.io.gfile.GFile(path, "rb") as f:
+            f.seek(size - 4)
+            return int.from_bytes(f.read(4), "little")
+    return -1
+
+
+def checked_records(path, compression, expected_bytes, buffer_size=None):
+    """A file's serialized records as (file name, record) pairs; a read error or short file fails naming the file.
+
+    `path`, `compression` and `expected_bytes` may be tensors (this runs inside `interleave`). Restoring an
+    iterator checkpoint restores the running byte count with the file position.
+    """
+    records = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer_size)
+    # A read error ends this file's records here; the byte count below then names the file.
+    records = records.ignore_errors()
+    records = records.map(lambda r: (r, False))
+    records = records.concatenate(tf.data.Dataset.from_tensors((tf.constant(b""), True)))
+    check_modulo = tf.where(tf.equal(compression, "GZIP"), tf.constant(2 ** 32, tf.int64),
+                            tf.constant(2 ** 62, tf.int64))
+
+    def check_total(total):
+        ok = tf.logical_or(tf.less(expected_bytes, 0),
+                           tf.equal(tf.math.floormod(total, check_modulo), expected_bytes))
+        message = tf.strings.format(
+            "TFRecord file {} is truncated, corrupt or unreadable: its readable records cover {} bytes "
+            "(mod 2**32 for gzip) of the {} it should hold. Write the file again or leave it out of the input "
+            "files.", (path, total, expected_bytes))
+        with tf.control_dependencies([tf.debugging.Assert(ok, [message], name="check_tfrecord_file")]):
+            return tf.identity(total)
+
+    def count(total, element):
+        record, is_end = element
+        # The end marker appended above is not in the file: it adds nothing and triggers the check.
+        total = tf.cond(is_end, lambda: check_total(total),
+                        lambda: total + tf.cast(tf.strings.length(record), tf.int64) + _RECORD_FRAMING_BYTES)
+        return total, (path, record, is_end)
+
+    records = records.scan(tf.constant(0, tf.int64), count)
+    records = records.filter(lambda path_, record, is_end: tf.logical_not(is_end))
+    return records.map(lambda path_, record, is_end: (path_, record))
+
+
+def first_record(path, compression):
+    """The first serialized record of a file (bytes), or None if it has none; read errors name the file."""
+    try:
+        for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
+            return record.numpy()
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+        raise ValueError(f"TFRecord file {path} cannot be read ({error.message.strip()}): check that it is a "
+                         f"TFRecord file (compression={compression!r}) and write it again if it is corrupt."
+                         ) from None
+    return None
