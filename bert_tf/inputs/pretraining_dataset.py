@@ -14,7 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.inputs.record_files import (checked_records, detect_compression, expand_file_patterns,
-                                         expected_record_bytes, first_record)
+                                         expected_record_bytes, first_record, join_message)
 from bert_tf.records import feature_spec as spec_lib
 
 MODEL_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions", "masked_lm_ids",
@@ -190,10 +190,10 @@ def _batch_parser(layout, max_seq_length, max_predictions_per_seq, batch_size, m
 
         def fail():
             bad = tf.argmax(tf.cast(tf.not_equal(lengths, expected) if exact else lengths > expected, tf.int32))
-            message = tf.strings.format(
-                "A record in {} does not match the pipeline's lengths: feature {} has shape [{}], expected [{}]{}."
-                " Pass the max_seq_length / max_predictions_per_seq the records were written with.",
-                (paths[bad], name, lengths[bad], expected, "" if exact else " at most"))
+            message = join_message(
+                "A record in ", paths[bad], " does not match the pipeline's lengths: feature ", name, " has shape [",
+                lengths[bad], "], expected [", str(expected), "]", "" if exact else " at most", ". Pass the "
+                "max_seq_length / max_predictions_per_seq the records were written with.")
             with tf.control_dependencies([tf.debugging.Assert(False, [message], name="check_record_length")]):
                 return tf.constant(False)
 

@@ -86,10 +86,10 @@ def checked_records(path, compression, expected_bytes, buffer_size=None):
     def check_total(total):
         ok = tf.logical_or(tf.less(expected_bytes, 0),
                            tf.equal(tf.math.floormod(total, check_modulo), expected_bytes))
-        message = tf.strings.format(
-            "TFRecord file {} is truncated, corrupt or unreadable: its readable records cover {} bytes "
-            "(mod 2**32 for gzip) of the {} it should hold. Write the file again or leave it out of the input "
-            "files.", (path, total, expected_bytes))
+        message = join_message(
+            "TFRecord file ", path, " is truncated, corrupt or unreadable: its readable records cover ", total,
+            " bytes (mod 2**32 for gzip) of the ", expected_bytes, " it should hold. Write the file again or leave "
+            "it out of the input files.")
         with tf.control_dependencies([tf.debugging.Assert(ok, [message], name="check_tfrecord_file")]):
             return tf.identity(total)
 
@@ -103,6 +103,12 @@ def checked_records(path, compression, expected_bytes, buffer_size=None):
     records = records.scan(tf.constant(0, tf.int64), count)
     records = records.filter(lambda path_, record, is_end: tf.logical_not(is_end))
     return records.map(lambda path_, record, is_end: (path_, record))
+
+
+def join_message(*parts):
+    """One string tensor from strings and scalar tensors (tf.strings.format would quote the file names)."""
+    return tf.strings.join([p if isinstance(p, str) or p.dtype == tf.string else tf.strings.as_string(p)
+                            for p in parts])
 
 
 def first_record(path, compression):
