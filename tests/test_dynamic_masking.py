@@ -1,0 +1,388 @@
+"""Dynamic masking: the original rules measured on thousands of sequences, from records and from documents."""
+
+import itertools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents
+from bert_tf.inputs.document_instances import full_sentence_instances, next_sentence_instances
+from bert_tf.inputs.dynamic_masking import DynamicMasker
+from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
+
+# A vocab of 400 words and 100 "##" pieces after the specials, in the original's order of ids.
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(400)] + [f"##p{i}" for i in range(100)]
+PAD, CLS, SEP, MASK = 0, 2, 3, 4
+FIRST_PIECE = 405
+SEQ, PRED = 128, 20
+
+
+def random_batch(rng, batch, seq=SEQ, pieces=False):
+    """Unmasked pairs [CLS] A [SEP] B [SEP] of random lengths; with `pieces`, some words get "##" pieces."""
+    ids = np.zeros((batch, seq), np.int32)
+    types = np.zeros((batch, seq), np.int32)
+    for row in range(batch):
+        length = int(rng.integers(8, seq + 1))
+        tokens = rng.integers(5, FIRST_PIECE, length)
+        if pieces:
+            follows = rng.random(length) < 0.3
+            tokens = np.where(follows, rng.integers(FIRST_PIECE, len(VOCAB), length), tokens)
+        split = int(rng.integers(2, length - 2))
+        tokens[0], tokens[split], tokens[length - 1] = CLS, SEP, SEP
+        tokens[1] = tokens[split + 1] = 5  # segments start with a word, never a piece
+        ids[row, :length] = tokens
+        types[row, split + 1:length] = 1
+    return {"input_word_ids": ids, "input_mask": (ids != PAD).astype(np.int32), "input_type_ids": types,
+            "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype(np.int32)}
+
+
+def expected_num_to_predict(lengths, prob=0.15, cap=PRED):
+    return np.minimum(cap, np.maximum(1, np.array([int(round(n * prob)) for n in lengths])))
+
+
+def mask_many(masker, num_batches=16, batch=256, pieces=False, seed=0):
+    rng = np.random.default_rng(seed)
+    inputs, outputs = [], []
+    for index in range(num_batches):
+        features = random_batch(rng, batch, pieces=pieces)
+        inputs.append(features)
+        outputs.append({k: v.numpy() for k, v in masker.mask_batch(
+            features, PRED, tf.constant([seed, index], tf.int64)).items()})
+    return ({k: np.concatenate([x[k] for x in inputs]) for k in inputs[0]},
+            {k: np.concatenate([x[k] for x in outputs]) for k in outputs[0]})
+
+
+def check_structure(inputs, out):
+    """What every masked batch must satisfy, row by row; returns the number of predictions per row."""
+    ids, masked = inputs["input_word_ids"], out["input_word_ids"]
+    positions, labels, weights = out["masked_lm_positions"], out["masked_lm_ids"], out["masked_lm_weights"]
+    counts = weights.sum(axis=1).astype(int)
+    rows = np.arange(len(ids))[:, None]
+    for name in ("input_mask", "input_type_ids", "next_sentence_labels"):
+        np.testing.assert_array_equal(out[name], inputs[name])
+    # Weights are ones then zeros; real positions strictly increasing (sorted, distinct); padding entries 0.
+    assert np.all(weights == (np.arange(PRED)[None, :] < counts[:, None]))
+    real = weights > 0
+    assert np.all(np.diff(np.where(real, positions, 10 ** 6), axis=1)[real[:, 1:]] > 0)
+    assert np.all(positions[~real] == 0) and np.all(labels[~real] == 0)
+    # Labels are the original tokens; no special token or padding is ever a label.
+    np.testing.assert_array_equal(labels[real], ids[rows, positions][real])
+    assert not np.isin(labels[real], [PAD, CLS, SEP]).any()
+    # Only the predicted positions change.
+    changed = np.zeros_like(ids, bool)
+    changed[rows.repeat(PRED, 1)[real], positions[real]] = True
+    np.testing.assert_array_equal(masked[~changed], ids[~changed])
+    return counts
+
+
+def test_rates_and_structure_on_thousands_of_sequences():
+    masker = DynamicMasker(VOCAB)
+    inputs, out = mask_many(masker)
+    counts = check_structure(inputs, out)
+    lengths = inputs["input_mask"].sum(axis=1)
+    candidates = ((inputs["input_mask"] == 1) & ~np.isin(inputs["input_word_ids"], [CLS, SEP])).sum(axis=1)
+    # num_to_predict exactly as the original, row by row (there are always enough candidates here).
+    assert np.all(candidates >= expected_num_to_predict(lengths))
+    np.testing.assert_array_equal(counts, expected_num_to_predict(lengths))
+    under_cap = lengths * 0.15 < PRED - 0.5
+    assert under_cap.sum() > 1000
+    rate = counts[under_cap].sum() / lengths[under_cap].sum()
+    assert abs(rate - 0.15) < 0.005, rate
+    # 80% [MASK], 10% kept, 10% random token from the whole vocab.
+    real = out["masked_lm_weights"] > 0
+    new = out["input_word_ids"][np.arange(len(counts))[:, None], out["masked_lm_positions"]][real]
+    labels = out["masked_lm_ids"][real]
+    masked, kept = np.mean(new == MASK), np.mean(new == labels)
+    random_share = 1 - masked - kept
+    assert abs(masked - 0.8) < 0.015 and abs(kept - 0.1) < 0.015 and abs(random_share - 0.1) < 0.015, \
+        (masked, kept, random_share)
+    random_tokens = new[(new != MASK) & (new != labels)]
+    # Random tokens span the whole vocab, specials and pieces included.
+    assert random_tokens.min() < 5 and random_tokens.max() >= FIRST_PIECE
+    # Every candidate position is equally likely: first, middle and last word of segment A alike.
+    selected = np.zeros_like(inputs["input_word_ids"], bool)
+    selected[np.nonzero(real)[0], out["masked_lm_positions"][real]] = True
+    rows_short = (lengths <= 40)
+    per_position = selected[rows_short].mean(axis=0)[1:4]
+    assert np.ptp(per_position) < 0.05, per_position
+
+
+def test_short_sequences_and_few_candidates():
+    masker = DynamicMasker(VOCAB)
+    ids = np.zeros((3, SEQ), np.int32)
+    ids[0, :4] = [CLS, 7, SEP, SEP]          # len 4: round(0.6) = 1 prediction, one candidate
+    ids[1, :3] = [CLS, SEP, SEP]             # no candidate at all: nothing predicted
+    ids[2, :10] = [CLS, 7, 8, 9, SEP, 10, 11, 12, 13, SEP]  # len 10: round(1.5) = 2 (half to even)
+    features = {"input_word_ids": ids, "input_mask": (ids != 0).astype(np.int32),
+                "input_type_ids": np.zeros_like(ids), "next_sentence_labels": np.zeros((3, 1), np.int32)}
+    out = masker.mask_batch(features, PRED, tf.constant([1, 2], tf.int64))
+    np.testing.assert_array_equal(out["masked_lm_weights"].numpy().sum(axis=1), [1, 0, 2])
+    assert out["masked_lm_positions"].numpy()[0, 0] == 1 and out["masked_lm_ids"].numpy()[0, 0] == 7
+
+
+def test_whole_word_groups_stay_intact_within_the_budget():
+    masker = DynamicMasker(VOCAB, do_whole_word_mask=True)
+    inputs, out = mask_many(masker, num_batches=8, pieces=True, seed=3)
+    counts = check_structure(inputs, out)
+    ids = inputs["input_word_ids"]
+    lengths = inputs["input_mask"].sum(axis=1)
+    budget = expected_num_to_predict(lengths)
+    assert np.all(counts <= budget)
+    assert np.mean(counts == budget) > 0.8  # a word is skipped only when it does not fit
+    real = out["masked_lm_weights"] > 0
+    selected = np.zeros_like(ids, bool)
+    selected[np.nonzero(real)[0], out["masked_lm_positions"][real]] = True
+    is_piece = ids >= FIRST_PIECE
+    # A piece is selected exactly when the token before it (its word's previous token) is.
+    piece_rows, piece_cols = np.nonzero(is_piece)
+    np.testing.assert_array_equal(selected[piece_rows, piece_cols], selected[piece_rows, piece_cols - 1])
+    assert selected[is_piece].sum() > 1000
+    # Whole words: the share of predicted tokens still near 15% under the cap.
+    under_cap = lengths * 0.15 < PRED - 0.5
+    rate = counts[under_cap].sum() / lengths[under_cap].sum()
+    assert abs(rate - 0.15) < 0.01, rate
+
+
+def test_seeds_decide_the_masks():
+    masker = DynamicMasker(VOCAB)
+    features = random_batch(np.random.default_rng(0), 64)
+
+    def positions(seed):
+        return masker.mask_batch(features, PRED, tf.constant(seed, tf.int64))["masked_lm_positions"].numpy()
+
+    np.testing.assert_array_equal(positions([5, 0]), positions([5, 0]))
+    assert np.mean(np.any(positions([5, 0]) != positions([5, 1]), axis=1)) > 0.9
+    assert np.mean(np.any(positions([5, 0]) != positions([6, 0]), axis=1)) > 0.9
+
+
+def test_masker_rejects_a_vocab_without_specials_and_bad_rates():
+    with pytest.raises(ValueError, match=r"lacks \['\[MASK\]'\]"):
+        DynamicMasker(["[PAD]", "[CLS]", "[SEP]", "a"])
+    with pytest.raises(ValueError, match="masked_lm_prob=1.5"):
+        DynamicMasker(VOCAB, masked_lm_prob=1.5)
+
+
+def write_examples(path, rows):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for row in rows:
+            feature = {name: tf.train.Feature(float_list=tf.train.FloatList(value=value))
+                       if isinstance(value[0], float) else tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+                       for name, value in row.items()}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return str(path)
+
+
+def test_records_without_masks_get_new_masks_each_epoch(tmp_path):
+    rng = np.random.default_rng(1)
+    batch = random_batch(rng, 64, seq=32)
+    rows = []
+    for ids, types in zip(batch["input_word_ids"], batch["input_type_ids"]):
+        length = int((ids != 0).sum())  # unpadded token ids and segment ids only
+        rows.append({"input_ids": ids[:length].tolist(), "segment_ids": types[:length].tolist()})
+    path = write_examples(tmp_path / "unmasked.tfrecord", rows)
+    masker = DynamicMasker(VOCAB)
+
+    def epochs(seed, count):
+        dataset = pretraining_dataset(path, 32, 5, 16, seed=seed, masker=masker, shuffle_buffer=1)
+        return [b for _, b in zip(range(count), dataset)]
+
+    first = epochs(4, 8)
+    assert sorted(first[0]) == sorted(MODEL_FEATURES)
+    assert first[0]["input_word_ids"].shape == (16, 32) and first[0]["masked_lm_ids"].shape == (16, 5)
+    # shuffle_buffer=1 keeps the file order: epoch 2 holds the same sequences with other masks.
+    for a, b in zip(first[:4], first[4:]):
+        np.testing.assert_array_equal(a["input_mask"].numpy(), b["input_mask"].numpy())
+        assert np.mean(a["masked_lm_positions"].numpy() != b["masked_lm_positions"].numpy()) > 0.3
+    for got, want in zip(epochs(4, 8), first):
+        np.testing.assert_array_equal(got["input_word_ids"].numpy(), want["input_word_ids"].numpy())
+    originals = {tuple(r["input_ids"]) for r in rows}
+    for b in first:
+        unmasked = b["input_word_ids"].numpy().copy()
+        real = b["masked_lm_weights"].numpy() > 0
+        r, c = np.nonzero(real)
+        unmasked[r, b["masked_lm_positions"].numpy()[real]] = b["masked_lm_ids"].numpy()[real]
+        for row, mask in zip(unmasked, b["input_mask"].numpy()):
+            assert tuple(row[mask > 0]) in originals
+        np.testing.assert_array_equal(b["input_type_ids"].numpy()[0][:5], b["input_type_ids"].numpy()[0][:5])
+    assert sum(int(b["input_type_ids"].numpy().sum()) for b in first) > 0
+
+
+def test_static_masks_in_records_are_undone_before_new_ones_are_drawn(tmp_path):
+    masker = DynamicMasker(VOCAB)
+    batch = random_batch(np.random.default_rng(2), 32, seq=32)
+    static = masker.mask_batch(batch, 5, tf.constant([9, 9], tf.int64))
+    rows = [{"input_ids": static["input_word_ids"][i].numpy().tolist(),
+             "input_mask": static["input_mask"][i].numpy().tolist(),
+             "segment_ids": static["input_type_ids"][i].numpy().tolist(),
+             "masked_lm_positions": static["masked_lm_positions"][i].numpy().tolist(),
+             "masked_lm_ids": static["masked_lm_ids"][i].numpy().tolist(),
+             "masked_lm_weights": [float(w) for w in static["masked_lm_weights"][i].numpy()],
+             "next_sentence_labels": [int(static["next_sentence_labels"][i, 0])]} for i in range(32)]
+    path = write_examples(tmp_path / "static.tfrecord", rows)
+    out = next(iter(pretraining_dataset(path, 32, 5, 32, is_training=False, masker=masker, seed=1)))
+    restored = out["input_word_ids"].numpy().copy()
+    real = out["masked_lm_weights"].numpy() > 0
+    restored[np.nonzero(real)[0], out["masked_lm_positions"].numpy()[real]] = out["masked_lm_ids"].numpy()[real]
+    np.testing.assert_array_equal(restored, batch["input_word_ids"])
+    np.testing.assert_array_equal(out["next_sentence_labels"].numpy(), batch["next_sentence_labels"])
+
+
+def synthetic_documents(num_docs, rng):
+    """Documents whose token ids are unique and increasing through the corpus: a token says where it came from."""
+    documents, next_id = [], 5
+    for _ in range(num_docs):
+        sentences = []
+        for _ in range(int(rng.integers(1, 12))):
+            length = int(rng.integers(1, 30))
+            sentences.append(list(range(next_id, next_id + length)))
+            next_id += length
+        documents.append(sentences)
+    return documents
+
+
+def test_next_sentence_instances_follow_the_original_algorithm():
+    rng = np.random.default_rng(0)
+    documents = synthetic_documents(300, rng)
+    doc_of = {t: d for d, doc in enumerate(documents) for s in doc for t in s}
+    window = tf.ragged.constant(documents, tf.int32)
+    seq = 64
+    out = {k: v.numpy() for k, v in next_sentence_instances(window, seq, CLS, SEP, tf.constant([3, 4], tf.int64),
+                                                            short_seq_prob=0.1).items()}
+    ids, types, mask, labels = (out["input_word_ids"], out["input_type_ids"], out["input_mask"],
+                                out["next_sentence_labels"][:, 0])
+    assert len(ids) > 500
+    one_sentence_chunks = 0
+    for row, type_row, mask_row, label in zip(ids, types, mask, labels):
+        length = int(mask_row.sum())
+        assert 5 <= length <= seq and np.all(mask_row[:length] == 1) and np.all(row[length:] == 0)
+        seps = np.nonzero(row == SEP)[0]
+        assert row[0] == CLS and len(seps) == 2 and seps[1] == length - 1
+        a, b = row[1:seps[0]], row[seps[0] + 1:seps[1]]
+        assert len(a) >= 1 and len(b) >= 1
+        np.testing.assert_array_equal(type_row[:length], (np.arange(length) > seps[0]).astype(int))
+        # A and B are each contiguous text of one document.
+        assert np.all(np.diff(a) == 1) and np.all(np.diff(b) == 1)
+        assert len({doc_of[t] for t in a}) == 1 and len({doc_of[t] for t in b}) == 1
+        if label == 0:  # the actual next text, right after A (truncation may cut A's end or B's start)
+            assert doc_of[b[0]] == doc_of[a[0]] and b[0] > a[-1]
+        else:
+            assert doc_of[b[0]] != doc_of[a[0]]
+        one_sentence_chunks += label == 1 and len(documents[doc_of[a[0]]]) == 1
+    # About half are random next, plus the original's excess from one-sentence chunks.
+    share = labels.mean()
+    assert 0.5 < share < 0.75, share
+    assert one_sentence_chunks > 10
+    # short_seq_prob makes some instances much shorter than the target.
+    assert np.mean(mask.sum(axis=1) < seq // 2) > 0.05
+
+
+def test_full_sentence_packing_keeps_every_token_in_order():
+    rng = np.random.default_rng(1)
+    documents = synthetic_documents(60, rng)
+    documents[3][0] = list(range(10 ** 5, 10 ** 5 + 70))  # longer than a sequence: cut in pieces
+    out = full_sentence_instances(tf.ragged.constant(documents, tf.int32), 32, CLS, SEP)
+    ids, mask = out["input_word_ids"].numpy(), out["input_mask"].numpy()
+    assert np.all(out["input_type_ids"].numpy() == 0) and np.all(out["next_sentence_labels"].numpy() == 0)
+    stream = []
+    for row, mask_row in zip(ids, mask):
+        length = int(mask_row.sum())
+        assert row[0] == CLS and row[length - 1] == SEP and np.all(row[length:] == 0)
+        stream.extend(row[1:length - 1].tolist())
+        stream.append(-1)  # the sequence boundary
+    # Every token once, in corpus order; a [SEP] between documents inside a sequence.
+    expected = [t for doc in documents for s in doc for t in s]
+    assert [t for t in stream if t not in (SEP, -1)] == expected
+    doc_of = {t: d for d, doc in enumerate(documents) for s in doc for t in s}
+    for row, mask_row in zip(ids, mask):
+        inner = row[1:int(mask_row.sum()) - 1]
+        document = doc_of[inner[0]]
+        for previous, token in zip(inner, inner[1:]):
+            if token == SEP:
+                continue
+            # A document changes (to the next one) exactly where a [SEP] stands.
+            assert doc_of[token] == (document + 1 if previous == SEP else document)
+            document = doc_of[token]
+    assert sum(int(np.sum(row[1:int(m.sum()) - 1] == SEP)) for row, m in zip(ids, mask)) >= 10
+    # Greedy packing: the first sentence (piece) of each sequence would not have fitted into the one before.
+    sentence_of = {t: (d, k) for d, doc in enumerate(documents) for k, s in enumerate(doc) for t in s}
+    inners = [row[1:int(m.sum()) - 1] for row, m in zip(ids, mask)]
+    for previous, current in zip(inners, inners[1:]):
+        first_piece = sum(1 for _ in itertools.takewhile(lambda t: sentence_of.get(t) == sentence_of[current[0]],
+                                                         current))
+        separator = doc_of[current[0]] != doc_of[previous[-1]]
+        assert len(previous) + separator + first_piece > 30
+
+
+@pytest.mark.parametrize("next_sentence", [True, False])
+def test_document_pipeline_masks_anew_each_epoch_and_resumes_exactly(tmp_path, next_sentence):
+    documents = synthetic_documents(40, np.random.default_rng(5))
+    data = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.int32))
+    masker = DynamicMasker([f"t{i}" for i in range(2000)] + ["[PAD]", "[CLS]", "[SEP]", "[MASK]"])
+
+    def dataset(seed=1):
+        return document_pretraining_dataset(data, masker, 48, 8, 8, next_sentence=next_sentence, window=16,
+                                            document_buffer=8, shuffle_buffer=16, seed=seed)
+
+    iterator = iter(dataset())
+    batches = [next(iterator) for _ in range(6)]
+    assert sorted(batches[0]) == sorted(MODEL_FEATURES)
+    assert batches[0]["input_word_ids"].shape == (8, 48) and batches[0]["masked_lm_weights"].shape == (8, 8)
+    checkpoint = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "it"))
+    expected = [next(iterator) for _ in range(30)]  # several epochs of 40 documents
+    resumed = iter(dataset())
+    tf.train.Checkpoint(iterator=resumed).read(checkpoint).assert_consumed()
+    for want in expected:
+        got = next(resumed)
+        for name in MODEL_FEATURES:
+            np.testing.assert_array_equal(got[name].numpy(), want[name].numpy())
+    again = iter(dataset())
+    np.testing.assert_array_equal(next(again)["input_word_ids"].numpy(), batches[0]["input_word_ids"].numpy())
+    other = next(iter(dataset(seed=2)))["input_word_ids"].numpy()
+    assert np.any(other != batches[0]["input_word_ids"].numpy())
+    # Epochs differ: the same sequence never comes back with the same masks.
+    seen = {}
+    repeats = same_masks = 0
+    for batch in batches + expected:
+        real = batch["masked_lm_weights"].numpy() > 0
+        for row in range(8):
+            restored = batch["input_word_ids"].numpy()[row].copy()
+            restored[batch["masked_lm_positions"].numpy()[row][real[row]]] = batch["masked_lm_ids"].numpy()[row][
+                real[row]]
+            key = restored.tobytes()
+            positions = batch["masked_lm_positions"].numpy()[row].tobytes()
+            if key in seen:
+                repeats += 1
+                same_masks += seen[key] == positions
+            seen[key] = positions
+    if not next_sentence:
+        assert repeats > 20  # packing is the same each epoch here (window-aligned): masks alone change
+    assert same_masks <= repeats * 0.1
+
+
+def test_text_documents_with_a_real_vocab(tmp_path, uncased_vocab):
+    import tensorflow_text as tf_text
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("In the beginning God created the heavens and the earth.\n"
+                      "The earth was formless and empty.\n\n\n"
+                      "Darkness was on the surface of the deep.\n  \n"
+                      "God's Spirit was hovering over the surface of the waters.\n"
+                      "God said, \"Let there be light,\" and there was light.\n")
+    documents = list(text_documents(str(corpus)))
+    assert [len(d) for d in documents] == [2, 1, 2]
+    assert documents[1].numpy()[0] == b"Darkness was on the surface of the deep."
+    masker = DynamicMasker(uncased_vocab, do_whole_word_mask=True)
+    tokenizer = tf_text.FastBertTokenizer(masker.vocab, token_out_type=tf.int32, lower_case_nfd_strip_accents=True)
+    dataset = document_pretraining_dataset(text_documents(str(corpus)), masker, 64, 10, 2, next_sentence=False,
+                                           tokenize=tokenizer.tokenize, seed=3)
+    batch = next(iter(dataset))
+    tokens = [masker.vocab[i] for i in batch["input_word_ids"].numpy()[0]]
+    text = " ".join(t for t in tokens if t != "[PAD]")
+    assert text.startswith("[CLS]") and text.endswith("[SEP]")
+    restored = batch["input_word_ids"].numpy()[0].copy()
+    real = batch["masked_lm_weights"].numpy()[0] > 0
+    restored[batch["masked_lm_positions"].numpy()[0][real]] = batch["masked_lm_ids"].numpy()[0][real]
+    words = " ".join(masker.vocab[i] for i in restored if i != 0)
+    assert "darkness was on the surface of the deep ." in words
+    assert words.count("[SEP]") >= 2  # the document boundary inside the packed sequence
