@@ -386,3 +386,42 @@ def test_text_documents_with_a_real_vocab(tmp_path, uncased_vocab):
     words = " ".join(masker.vocab[i] for i in restored if i != 0)
     assert "darkness was on the surface of the deep ." in words
     assert words.count("[SEP]") >= 2  # the document boundary inside the packed sequence
+
+
+def test_whole_word_selection_is_the_originals_greedy_walk_exactly():
+    """Given the shuffled word order the op draws, the chosen tokens are those of the original's loop."""
+    masker = DynamicMasker(VOCAB, do_whole_word_mask=True)
+    features = random_batch(np.random.default_rng(8), 512, pieces=True)
+    ids = features["input_word_ids"]
+    # Long words make skips frequent: every 4th word gets 2-5 extra pieces.
+    for row in ids[::4]:
+        for start in np.nonzero((row >= 5) & (row < FIRST_PIECE))[0][::4]:
+            run = min(int(np.random.default_rng(start).integers(2, 6)), int(np.sum(row[start + 1:] != 0)) - 2)
+            if run > 0 and not np.isin(row[start + 1:start + 1 + run], [CLS, SEP]).any():
+                row[start + 1:start + 1 + run] = FIRST_PIECE
+    candidate = (ids != PAD) & ~np.isin(ids, [CLS, SEP])
+    lengths = (ids != PAD).sum(axis=1)
+    budget = expected_num_to_predict(lengths)
+    seed = tf.constant([4, 2], tf.int64)
+    selected = masker._select_whole_words(tf.constant(ids), tf.constant(candidate), tf.constant(budget, tf.int32),
+                                          seed).numpy()
+    keys = tf.random.stateless_uniform(ids.shape, seed).numpy()
+    skips = 0
+    for row in range(len(ids)):
+        words = []  # the original's cand_indexes
+        for i in np.nonzero(candidate[row])[0]:
+            if words and ids[row, i] >= FIRST_PIECE:
+                words[-1].append(i)
+            else:
+                words.append([i])
+        expected, total = np.zeros(ids.shape[1], bool), 0
+        for w in np.argsort(keys[row, :len(words)]):
+            if total >= budget[row]:
+                break
+            if total + len(words[w]) > budget[row]:
+                skips += 1
+                continue
+            expected[words[w]] = True
+            total += len(words[w])
+        np.testing.assert_array_equal(selected[row], expected, err_msg=f"row {row}")
+    assert skips > 200

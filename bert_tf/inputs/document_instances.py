@@ -119,20 +119,25 @@ def full_sentence_instances(window, max_seq_length, cls_id, sep_id):
     starts_document = tf.gather(doc_first, sentence_of_piece) & tf.equal(piece_index.flat_values, 0)
     piece_lengths = piece_stop - piece_start
 
-    def step(k, used, sequence, sequences, separators):
-        length, new_document = piece_lengths[k], starts_document[k]
-        separator = tf.cast(new_document & (used > 0), tf.int32)
-        fits = used + separator + length <= capacity
-        sequence = tf.where(fits | tf.equal(used, 0), sequence, sequence + 1)
-        separator = tf.where(fits, separator, 0)
-        used = tf.where(fits, used + separator + length, length)
-        return k + 1, used, sequence, sequences.write(k, sequence), separators.write(k, separator)
+    # Greedy packing: a sequence starting at piece s takes pieces up to the last that fits. With each piece's
+    # cost = its length + 1 if it starts a document (the [SEP] before it, dropped when it opens a sequence),
+    # the end of every possible sequence is one searchsorted over the running cost; only the chain of actual
+    # sequence starts (0, end(0), end(end(0)), ...) is followed one step at a time.
+    num_pieces = tf.size(piece_lengths)
+    separator = tf.cast(starts_document, tf.int32)
+    running = tf.concat([[0], tf.cumsum(piece_lengths + separator)], axis=0)
+    end = tf.searchsorted(running, running[:-1] + separator + capacity, side="right", out_type=tf.int32) - 1
+    end = tf.concat([end, [num_pieces]], axis=0)
 
-    _, _, _, sequence_of_piece, separator_before = tf.while_loop(
-        lambda k, *_: k < tf.size(piece_lengths), step,
-        (0, 0, 0, tf.TensorArray(tf.int32, size=tf.size(piece_lengths)),
-         tf.TensorArray(tf.int32, size=tf.size(piece_lengths))))
-    sequence_of_piece, separator_before = sequence_of_piece.stack(), separator_before.stack()
+    def follow(start, starts):
+        return end[start], starts.write(starts.size(), start)
+
+    _, sequence_starts = tf.while_loop(lambda start, _: start < num_pieces, follow,
+                                       (0, tf.TensorArray(tf.int32, size=0, dynamic_size=True)))
+    opens_sequence = tf.scatter_nd(sequence_starts.stack()[:, tf.newaxis], tf.ones_like(sequence_starts.stack()),
+                                   [num_pieces]) > 0
+    sequence_of_piece = tf.cumsum(tf.cast(opens_sequence, tf.int32)) - 1
+    separator_before = separator * tf.cast(tf.logical_not(opens_sequence), tf.int32)
 
     tokens = tf.RaggedTensor.from_row_lengths(  # each piece, preceded by [SEP] if it starts a new document inside
         tf.gather(sentences.flat_values, tf.ragged.range(piece_start, piece_stop).flat_values), piece_lengths)

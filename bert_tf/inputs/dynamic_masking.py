@@ -130,19 +130,27 @@ class DynamicMasker:
         word_slots = tf.range(seq_len)[tf.newaxis, :]
         keys = tf.where(word_slots < num_words[:, tf.newaxis], tf.random.stateless_uniform(tf.shape(ids), seed), 2.0)
         order = tf.argsort(keys, axis=1)  # words in shuffled order, then the empty slots
-        ordered_sizes = tf.gather(sizes, order, batch_dims=1)
-        ordered_sizes = tf.where(word_slots < num_words[:, tf.newaxis], ordered_sizes, 0)
+        ordered_sizes = tf.gather(sizes, order, batch_dims=1)  # 0 for the empty slots
+        is_word = ordered_sizes > 0
 
-        def visit(j, total, taken):
-            size = ordered_sizes[:, j]
-            take = (size > 0) & (total + size <= budget)
-            return j + 1, total + tf.where(take, size, 0), taken | (take[:, tf.newaxis] & tf.equal(word_slots, j))
+        # The original walks the shuffled words one by one, taking each that fits the remaining budget. Here a
+        # phase takes, among the words from `start` no larger than the remaining budget, the longest prefix that
+        # fits; the first one that does not fit is the original's first skip, and the next phase starts after it
+        # with what is left. Every phase takes a word and lowers the budget, so a few phases replace the walk.
+        def phase(remaining, start, taken):
+            fits_alone = is_word & (word_slots >= start[:, tf.newaxis]) & (ordered_sizes <= remaining[:, tf.newaxis])
+            running = tf.cumsum(tf.where(fits_alone, ordered_sizes, 0), axis=1)
+            take = fits_alone & (running <= remaining[:, tf.newaxis])
+            skipped = fits_alone & (running > remaining[:, tf.newaxis])
+            first_skip = tf.where(tf.reduce_any(skipped, axis=1),
+                                  tf.argmax(tf.cast(skipped, tf.int32), axis=1, output_type=tf.int32), seq_len)
+            remaining -= tf.reduce_sum(tf.where(take, ordered_sizes, 0), axis=1)
+            return remaining, first_skip + 1, taken | take
 
-        def unfinished(j, total, taken):
-            # Every word has size >= 1, so a full budget takes nothing more (the original's `break`).
-            return (j < tf.reduce_max(num_words)) & tf.reduce_any(total < budget)
+        def unfinished(remaining, start, taken):
+            return tf.reduce_any((remaining > 0) & (start < seq_len))
 
-        _, _, taken = tf.while_loop(unfinished, visit, (0, tf.zeros_like(budget), tf.zeros_like(candidate)))
+        _, _, taken = tf.while_loop(unfinished, phase, (budget, tf.zeros_like(budget), tf.zeros_like(candidate)))
         word_taken = _scatter_rows(order, taken, tf.shape(ids))  # taken is indexed by ordered slot
         return candidate & tf.gather(word_taken, tf.maximum(word, 0), batch_dims=1)
 

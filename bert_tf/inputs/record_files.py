@@ -15,6 +15,8 @@ COMPRESSIONS = ("auto", "", "GZIP", "ZLIB")
 # Bytes of framing around each record in a TFRecord file: uint64 length, its crc32c, the data's crc32c.
 _RECORD_FRAMING_BYTES = 16
 _GZIP_MAGIC = b"\x1f\x8b"
+# Records counted at once by the truncation check.
+_BLOCK_RECORDS = 256
 
 
 def expand_file_patterns(input_patterns):
@@ -72,14 +74,16 @@ def expected_record_bytes(path, compression):
 def checked_records(path, compression, expected_bytes, buffer_size=None):
     """A file's serialized records as (file name, record) pairs; a read error or short file fails naming the file.
 
-    `path`, `compression` and `expected_bytes` may be tensors (this runs inside `interleave`). Restoring an
-    iterator checkpoint restores the running byte count with the file position.
+    `path`, `compression` and `expected_bytes` may be tensors (this runs inside `interleave`). Bytes are counted
+    per block of records, which keeps the check's cost per record small. Restoring an iterator checkpoint
+    restores the running count with the file position.
     """
-    records = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer_size)
+    blocks = tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer_size)
     # A read error ends this file's records here; the byte count below then names the file.
-    records = records.ignore_errors()
-    records = records.map(lambda r: (r, False))
-    records = records.concatenate(tf.data.Dataset.from_tensors((tf.constant(b""), True)))
+    blocks = blocks.ignore_errors().batch(_BLOCK_RECORDS)
+    # An empty end-of-file block triggers the check and then yields no record.
+    blocks = blocks.map(lambda block: (block, False)).concatenate(
+        tf.data.Dataset.from_tensors((tf.constant([], tf.string), True)))
     check_modulo = tf.where(tf.equal(compression, "GZIP"), tf.constant(2 ** 32, tf.int64),
                             tf.constant(2 ** 62, tf.int64))
 
@@ -94,15 +98,12 @@ def checked_records(path, compression, expected_bytes, buffer_size=None):
             return tf.identity(total)
 
     def count(total, element):
-        record, is_end = element
-        # The end marker appended above is not in the file: it adds nothing and triggers the check.
-        total = tf.cond(is_end, lambda: check_total(total),
-                        lambda: total + tf.cast(tf.strings.length(record), tf.int64) + _RECORD_FRAMING_BYTES)
-        return total, (path, record, is_end)
+        block, is_end = element
+        total += tf.reduce_sum(tf.cast(tf.strings.length(block), tf.int64) + _RECORD_FRAMING_BYTES)
+        total = tf.cond(is_end, lambda: check_total(total), lambda: total)
+        return total, (tf.fill(tf.shape(block), path), block)
 
-    records = records.scan(tf.constant(0, tf.int64), count)
-    records = records.filter(lambda path_, record, is_end: tf.logical_not(is_end))
-    return records.map(lambda path_, record, is_end: (path_, record))
+    return blocks.scan(tf.constant(0, tf.int64), count).unbatch()
 
 
 def join_message(*parts):

