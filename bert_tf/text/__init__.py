@@ -1,0 +1,1 @@
+"""Text -> documents and WordPiece ids: the tokenizer, vocab files and learning, corpus readers."""

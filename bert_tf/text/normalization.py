@@ -1,0 +1,112 @@
+"""The original BasicTokenizer's text normalization (tokenization.py), at C speed.
+
+The original, character by character: drop U+0000, U+FFFD and every control character (Unicode category C*,
+except tab, newline and carriage return); turn whitespace (those three, category Zs, and the other characters
+Python's `str.split` splits on) into a space; put spaces around CJK ideographs; and for uncased models lower-case
+with `str.lower`, decompose (NFD) and drop non-spacing marks (category Mn).
+
+tensorflow-text's `FastBertTokenizer(lower_case_nfd_strip_accents=True)` is written its own way and gives other ids
+on real text: it folds compatibility characters ("ß" -> "ss", "ﬁ" -> "fi", fullwidth letters -> ASCII) and turns
+control characters into spaces instead of deleting them ("a\\x00b" is two words for it, one for the original). So
+the text is normalized here exactly as the original does it, and FastBertTokenizer only splits and runs WordPiece.
+The per-character work is a `str.translate` over each string's distinct characters, cached per character.
+"""
+
+import re
+import unicodedata
+
+# The original's WordpieceTokenizer maps a word longer than this (in characters) to [UNK].
+MAX_CHARS_PER_WORD = 100
+
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ASCII_WHITESPACE = str.maketrans("\t\n\r", "   ")
+_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+               (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+# Per character: what the original's clean-up and CJK spacing turn it into ("" deletes it).
+_CLEAN_CACHE = {}
+_MARK_CACHE = {}
+
+
+def _clean_char(char):
+    cp = ord(char)
+    if char in "\t\n\r":
+        return " "
+    if cp == 0 or cp == 0xFFFD or unicodedata.category(char).startswith("C"):
+        return ""
+    # Zs is the original's whitespace; str.split (its whitespace_tokenize) also splits on U+2028/U+2029.
+    if unicodedata.category(char) == "Zs" or char.isspace():
+        return " "
+    if any(lo <= cp <= hi for lo, hi in _CJK_RANGES):
+        return f" {char} "
+    return char
+
+
+def _is_mark(char):
+    return unicodedata.category(char) == "Mn"
+
+
+def is_punctuation(char):
+    """The original's `_is_punctuation`: ASCII non-letters/digits and Unicode category P*."""
+    cp = ord(char)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _translation(text, cache, rule):
+    table = {}
+    for char in set(text):
+        out = cache.get(char)
+        if out is None:
+            out = cache[char] = rule(char)
+        if out != char:
+            table[ord(char)] = out
+    return table
+
+
+def normalize(text, do_lower_case=True):
+    """`text` as the original BasicTokenizer sees it just before splitting on whitespace and punctuation.
+
+    Example:
+    >>> normalize("Café\\u00a0Straße\\x00s 中文")
+    'cafe strasses  中  文 '
+    """
+    if text.isascii():
+        text = _ASCII_CONTROL.sub("", text).translate(_ASCII_WHITESPACE)
+        return text.lower() if do_lower_case else text
+    table = _translation(text, _CLEAN_CACHE, _clean_char)
+    if table:
+        text = text.translate(table)
+    if do_lower_case:
+        text = unicodedata.normalize("NFD", text.lower())
+        if not text.isascii():
+            marks = _translation(text, _MARK_CACHE, lambda c: "" if _is_mark(c) else c)
+            if marks:
+                text = text.translate(marks)
+    return text
+
+
+def split_words(text):
+    """The original's words of normalized text: split on whitespace, then each punctuation mark on its own."""
+    words = []
+    for chunk in text.split():
+        start = 0
+        for i, char in enumerate(chunk):
+            if is_punctuation(char):
+                if i > start:
+                    words.append(chunk[start:i])
+                words.append(char)
+                start = i + 1
+        if start < len(chunk):
+            words.append(chunk[start:])
+    return words
+
+
+def has_overlong_word(text):
+    """Whether normalized text holds a word the original maps to [UNK] for its length (a cheap check first)."""
+    if len(text) <= MAX_CHARS_PER_WORD:
+        return False
+    if not any(len(chunk) > MAX_CHARS_PER_WORD for chunk in text.split()):
+        return False
+    return any(len(word) > MAX_CHARS_PER_WORD for word in split_words(text))
