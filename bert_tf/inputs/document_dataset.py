@@ -93,7 +93,9 @@ def document_pretraining_dataset(documents, masker, max_seq_length, max_predicti
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     if input_context and input_context.num_input_pipelines > 1:
         documents = documents.shard(input_context.num_input_pipelines, pipeline_id)
-    base_seed = tf.constant((seed * 1_000_003 + pipeline_id) % (2 ** 31), tf.int64)
+    # Two seed streams per pipeline that never meet: one for the windows' instances, one for the masks.
+    window_seed = tf.constant((seed * 1_000_003 + 2 * pipeline_id) % 2 ** 31, tf.int64)
+    mask_seed = (seed * 1_000_003 + 2 * pipeline_id + 1) % 2 ** 31
 
     def clean(document):
         ids = tf.cast(tokenize(document) if is_text else document, tf.int32)
@@ -113,7 +115,7 @@ def document_pretraining_dataset(documents, masker, max_seq_length, max_predicti
     def build(index, window_documents):
         if next_sentence:
             return next_sentence_instances(window_documents, max_seq_length, cls_id, sep_id,
-                                           tf.stack([base_seed, 2 * index]), short_seq_prob)
+                                           tf.stack([window_seed, index]), short_seq_prob)
         return full_sentence_instances(window_documents, max_seq_length, cls_id, sep_id)
 
     instances = windows.enumerate().map(build, num_parallel_calls=num_parallel_calls, deterministic=True)
@@ -121,9 +123,5 @@ def document_pretraining_dataset(documents, masker, max_seq_length, max_predicti
     if is_training:
         instances = instances.shuffle(shuffle_buffer, seed=seed)
     batches = instances.batch(batch_size, drop_remainder=True)
-    # Windows draw from seeds (base, 2 * window), masks from (base, 2 * batch + 1): two streams that never meet.
-    def mask(index, batch):
-        return masker.mask_batch(batch, max_predictions_per_seq, tf.stack([base_seed, 2 * index + 1]))
-
-    batches = batches.enumerate().map(mask, num_parallel_calls=num_parallel_calls, deterministic=True)
+    batches = masker.mask_batches(batches, max_predictions_per_seq, mask_seed, num_parallel_calls)
     return batches.prefetch(tf.data.AUTOTUNE)

@@ -104,6 +104,23 @@ class DynamicMasker:
             "next_sentence_labels": tf.cast(features["next_sentence_labels"], tf.int32),
         }
 
+    def mask_batches(self, batches, max_predictions_per_seq, seed, num_parallel_calls=tf.data.AUTOTUNE):
+        """A dataset of unmasked batches -> masked ones; batch i is masked from the stateless seed [seed, i].
+
+        The counter runs on across epochs (new masks each epoch) and is part of an iterator checkpoint (a
+        resumed run draws the masks it would have drawn).
+
+        Example:
+        >>> batches = tf.data.Dataset.from_tensor_slices(features).batch(32, drop_remainder=True).repeat()
+        >>> masked = masker.mask_batches(batches, max_predictions_per_seq=20, seed=1)
+        """
+        seed = tf.constant(seed, tf.int64)
+
+        def mask(index, features):
+            return self.mask_batch(features, max_predictions_per_seq, tf.stack([seed, index]))
+
+        return batches.enumerate().map(mask, num_parallel_calls=num_parallel_calls, deterministic=True)
+
     def _select_tokens(self, candidate, budget, num_predictions, seed):
         """A uniformly random subset of min(budget, candidates) candidate tokens per row."""
         keys = tf.where(candidate, tf.random.stateless_uniform(tf.shape(candidate), seed), 2.0)

@@ -103,21 +103,10 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
     batches = records.batch(batch_size, drop_remainder=True)
 
     parse = _batch_parser(layout, max_seq_length, max_predictions_per_seq, batch_size, masker)
-    if masker is None:
-        batches = batches.map(lambda paths, serialized: parse(paths, serialized),
-                              num_parallel_calls=num_parallel_calls, deterministic=True)
-    else:
-        # One stateless seed per batch: the batch counter runs on across epochs, so each epoch gets new masks,
-        # and it is part of the iterator checkpoint, so a resumed run draws the masks it would have drawn.
-        mask_seed = (seed * 1_000_003 + pipeline_id) % (2 ** 31)
-
-        def parse_and_mask(index, element):
-            features = parse(*element)
-            return masker.mask_batch(features, max_predictions_per_seq,
-                                     tf.stack([tf.constant(mask_seed, tf.int64), index]))
-
-        batches = batches.enumerate().map(parse_and_mask, num_parallel_calls=num_parallel_calls,
-                                          deterministic=True)
+    batches = batches.map(parse, num_parallel_calls=num_parallel_calls, deterministic=True)
+    if masker is not None:
+        batches = masker.mask_batches(batches, max_predictions_per_seq, (seed * 1_000_003 + pipeline_id) % 2 ** 31,
+                                      num_parallel_calls=num_parallel_calls)
     return batches.prefetch(tf.data.AUTOTUNE)
 
 
