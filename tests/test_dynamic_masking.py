@@ -371,11 +371,11 @@ def test_text_documents_with_a_real_vocab(tmp_path, uncased_vocab):
     import tensorflow_text as tf_text
 
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("In the beginning God created the heavens and the earth.\n"
-                      "The earth was formless and empty.\n\n\n"
-                      "Darkness was on the surface of the deep.\n  \n"
-                      "God's Spirit was hovering over the surface of the waters.\n"
-                      "God said, \"Let there be light,\" and there was light.\n")
+    corpus.write_bytes(b"In the beginning God created the heavens and the earth.\n"
+                       b"The earth was formless and empty.\r\n\n\n"
+                       b"Darkness was on the surface of the \xffdeep.\n  \n"
+                       b"God's Spirit was hovering over the surface of the waters.\n"
+                       b"God said, \"Let there be light,\" and there was light.\n")
     documents = list(text_documents(str(corpus)))
     assert [len(d) for d in documents] == [2, 1, 2]
     assert documents[1].numpy()[0] == b"Darkness was on the surface of the deep."
@@ -432,3 +432,20 @@ def test_whole_word_selection_is_the_originals_greedy_walk_exactly():
             total += len(words[w])
         np.testing.assert_array_equal(selected[row], expected, err_msg=f"row {row}")
     assert skips > 200
+
+
+def test_document_pipelines_share_the_documents_across_input_contexts():
+    documents = synthetic_documents(30, np.random.default_rng(6))
+    data = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.int32))
+    masker = DynamicMasker([f"t{i}" for i in range(4000)] + ["[PAD]", "[CLS]", "[SEP]", "[MASK]"])
+    tokens = []
+    for pipeline in range(2):
+        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline)
+        for batch in document_pretraining_dataset(data, masker, 40, 6, 1, next_sentence=False, is_training=False,
+                                                  input_context=context, window=4, seed=1):
+            ids = batch["input_word_ids"].numpy()[0].copy()
+            real = batch["masked_lm_weights"].numpy()[0] > 0
+            ids[batch["masked_lm_positions"].numpy()[0][real]] = batch["masked_lm_ids"].numpy()[0][real]
+            inner = ids[batch["input_mask"].numpy()[0] == 1]
+            tokens.extend(t for t in inner.tolist() if t not in (masker.cls_id, masker.sep_id))
+    assert sorted(tokens) == [t for doc in documents for s in doc for t in s]

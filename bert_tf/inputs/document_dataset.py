@@ -21,8 +21,8 @@ DEFAULT_SHUFFLE_BUFFER = 1000
 def text_documents(input_patterns):
     """Documents of the original input format: one sentence per line, a blank line between documents.
 
-    Yields one document per element, a string tensor [sentences] (stripped, blank lines dropped). Each file is
-    read whole, so shard a corpus into files of at most a few hundred MB.
+    Yields one document per element, a string tensor [sentences] (stripped, blank lines dropped, undecodable
+    bytes removed). Each file is read whole, so shard a corpus into files of at most a few hundred MB.
 
     Example:
     >>> docs = text_documents("corpus/*.txt")
@@ -32,7 +32,9 @@ def text_documents(input_patterns):
     files = expand_file_patterns(input_patterns)
 
     def file_documents(path):
-        lines = tf.strings.strip(tf.strings.split(tf.io.read_file(path), "\n"))
+        lines = tf.strings.split(tf.io.read_file(path), "\n")
+        # Undecodable bytes are dropped, as the original's convert_to_unicode(errors="ignore") does.
+        lines = tf.strings.strip(tf.strings.unicode_transcode(lines, "UTF-8", "UTF-8", errors="ignore"))
         blank = tf.equal(lines, "")
         document = tf.cumsum(tf.cast(blank, tf.int64))
         sentences = tf.RaggedTensor.from_value_rowids(tf.boolean_mask(lines, ~blank),
