@@ -449,3 +449,43 @@ def test_document_pipelines_share_the_documents_across_input_contexts():
             inner = ids[batch["input_mask"].numpy()[0] == 1]
             tokens.extend(t for t in inner.tolist() if t not in (masker.cls_id, masker.sep_id))
     assert sorted(tokens) == [t for doc in documents for s in doc for t in s]
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_same_masks_as_the_reference_rules_given_the_same_draws(whole_word):
+    """bert_tf/instances/masking.py (the static path's rules, checked there against the original) fed with the
+    random numbers this op drew gives exactly its ids, positions and labels."""
+    from bert_tf.instances.masking import MaskDraws, MaskingRules
+
+    masker = DynamicMasker(VOCAB, do_whole_word_mask=whole_word)
+    features = random_batch(np.random.default_rng(11), 300, pieces=whole_word)
+    seed = tf.constant([7, 1], tf.int64)
+    out = {k: v.numpy() for k, v in masker.mask_batch(features, PRED, seed).items()}
+    # The op's draws: keys per candidate (per word with whole words), then per prediction slot a uniform for
+    # [MASK] (< 0.8) / keep (< 0.9) / random, and a random id.
+    select_seed, value_seed, token_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 3))
+    ids = features["input_word_ids"]
+    keys = tf.random.stateless_uniform(ids.shape, select_seed).numpy()
+    values = tf.random.stateless_uniform([len(ids), PRED], value_seed).numpy()
+    random_ids = tf.random.stateless_uniform([len(ids), PRED], token_seed, 0, len(VOCAB), tf.int32).numpy()
+    rules = MaskingRules(masked_lm_prob=0.15, max_predictions_per_seq=PRED, vocab_size=len(VOCAB), mask_id=MASK,
+                         special_ids=(PAD, CLS, SEP), is_subword=np.array([t.startswith("##") for t in VOCAB]),
+                         do_whole_word_mask=whole_word)
+    for row in range(len(ids)):
+        length = int(features["input_mask"][row].sum())
+        tokens = ids[row, :length]
+        row_keys = keys[row, :length].astype(np.float64)
+        if whole_word:
+            starts = [group[0] for group in rules.candidate_groups(tokens)]
+            row_keys = np.ones(length)
+            row_keys[starts] = keys[row, :len(starts)]
+        u_mask, u_keep, row_random = np.ones(length), np.ones(length), np.zeros(length, np.int32)
+        count = int(out["masked_lm_weights"][row].sum())
+        slots = out["masked_lm_positions"][row, :count]
+        u_mask[slots] = values[row, :count]
+        u_keep[slots] = np.where(values[row, :count] < 0.9, 0.0, 1.0)
+        row_random[slots] = random_ids[row, :count]
+        expected_ids, positions, labels = rules.mask_sequence(tokens, MaskDraws(row_keys, u_mask, u_keep, row_random))
+        assert positions == slots.tolist(), row
+        assert labels == out["masked_lm_ids"][row, :count].tolist()
+        assert expected_ids == out["input_word_ids"][row, :length].tolist()
