@@ -1,0 +1,89 @@
+"""`bert-pretrain`: pre-train BERT from TFRecords with a recipe from configs/pretrain/ and the original flags.
+
+    bert-pretrain --config=bert_base_paper --model_dir=gs://bucket/bert_base \
+        --input_file='seq128/*.tfrecord' --input_file='seq512/*.tfrecord' --vocab_file=vocab.txt \
+        --strategy=tpu --tpu=my-tpu
+
+Flags left unset keep the recipe's values. `--input_file`, `--max_seq_length` and `--max_predictions_per_seq` are
+given once per phase of the recipe, in order. Re-running with the same `--model_dir` resumes. Exit status: 0 done,
+1 non-finite loss (the last good checkpoint stays the latest), 2 a wrong flag or recipe value, 143 stopped by
+SIGTERM after saving a checkpoint.
+"""
+
+import sys
+
+from absl import app, flags, logging
+
+from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, RecipeError, load_recipe
+from bert_tf.training.strategy import STRATEGIES
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("config", None, "Recipe: a YAML path or a name in configs/pretrain/ (bert_base_paper, "
+                    "bert_large_paper, demo_cpu).")
+flags.DEFINE_string("model_dir", None, "Output directory: checkpoints, bert_config.json, vocab.txt, TensorBoard "
+                    "logs, curves. An existing one is resumed.")
+flags.DEFINE_multi_string("input_file", None, "TFRecords of a phase (comma-separated globs); once per phase.")
+flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model (instead of the recipe's preset).")
+flags.DEFINE_string("init_checkpoint", None, "A bert-convert / bert-pretrain directory to start the weights from.")
+flags.DEFINE_string("vocab_file", None, "The vocab (copied into model_dir; needed by --dynamic_masking).")
+flags.DEFINE_integer("train_batch_size", None, "Global batch size (sequences per step, all replicas).")
+flags.DEFINE_integer("num_train_steps", None, "Total steps of the run; the phases are rescaled in proportion.")
+flags.DEFINE_integer("num_warmup_steps", None, "Steps of linear learning-rate warmup from 0.")
+flags.DEFINE_float("learning_rate", None, "Peak learning rate.")
+flags.DEFINE_multi_integer("max_seq_length", None, "Sequence length of a phase's records; once per phase.")
+flags.DEFINE_multi_integer("max_predictions_per_seq", None, "Masked positions per sequence of a phase's "
+                           "records; once per phase.")
+flags.DEFINE_integer("save_checkpoints_steps", None, "Steps between checkpoints.")
+flags.DEFINE_integer("iterations_per_loop", None, "Steps per call of the compiled training loop.")
+flags.DEFINE_integer("max_micro_batch_size", None, "Most sequences one replica computes at once; larger "
+                     "per-replica batches are accumulated over micro-batches.")
+flags.DEFINE_enum("strategy", "default", STRATEGIES, "Where to run: tpu, mirrored (local GPUs), multi_worker "
+                  "(TF_CONFIG), one_device, default.")
+flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
+flags.DEFINE_enum("mixed_precision", None, MIXED_PRECISION, "Compute dtype policy (float32 is the original).")
+flags.DEFINE_boolean("jit_compile", None, "Compile each replica's forward and backward pass with XLA.")
+flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords evaluated at the end with the original metrics.")
+flags.DEFINE_enum("optimizer", None, OPTIMIZERS, "adamw (the original AdamWeightDecay) or lamb.")
+flags.DEFINE_boolean("dynamic_masking", None, "Draw new masks for every batch (RoBERTa) instead of the records'.")
+flags.DEFINE_boolean("use_next_sentence", None, "Train the next-sentence loss (false: masked LM only).")
+flags.DEFINE_integer("seed", None, "Seed of the initialisation, the data order and dropout.")
+flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: measured).")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
+    from bert_tf.training.strategy import create_strategy
+
+    try:
+        recipe = load_recipe(FLAGS.config).with_overrides(
+            input_file=FLAGS.input_file, bert_config_file=FLAGS.bert_config_file,
+            init_checkpoint=FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file,
+            train_batch_size=FLAGS.train_batch_size, num_train_steps=FLAGS.num_train_steps,
+            num_warmup_steps=FLAGS.num_warmup_steps, learning_rate=FLAGS.learning_rate,
+            max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+            save_checkpoints_steps=FLAGS.save_checkpoints_steps, iterations_per_loop=FLAGS.iterations_per_loop,
+            max_micro_batch_size=FLAGS.max_micro_batch_size, mixed_precision=FLAGS.mixed_precision,
+            jit_compile=FLAGS.jit_compile, eval_input_file=FLAGS.eval_input_file, optimizer=FLAGS.optimizer,
+            dynamic_masking=FLAGS.dynamic_masking, use_next_sentence=FLAGS.use_next_sentence, seed=FLAGS.seed)
+        strategy = create_strategy(FLAGS.strategy, FLAGS.tpu)
+        result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops)
+    except (RecipeError, FileNotFoundError) as error:
+        logging.error("%s", error)
+        sys.exit(2)
+    except NonFiniteLossError as error:
+        logging.error("%s", error)
+        sys.exit(1)
+    if result.preempted:
+        sys.exit(143)
+
+
+def run():
+    flags.mark_flags_as_required(["config", "model_dir"])
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

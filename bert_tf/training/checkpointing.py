@@ -1,0 +1,108 @@
+"""The training state on disk: model, optimizer, step, phase, input iterator and dropout RNG, in `--model_dir`.
+
+`tf.train.CheckpointManager` writes `ckpt-N.*` and then replaces the `checkpoint` state file, so a run killed
+while saving leaves the previous checkpoint as the latest (checked in the tests). The model is stored under the
+key `model`, so `bert_tf.load_pretrainer(model_dir)` reads a pre-training directory directly.
+
+With several workers (MultiWorkerMirroredStrategy) every worker saves, because each has its own input iterator:
+the chief into `model_dir`, worker i into `model_dir/workers/worker_i`. Each restores its own.
+"""
+
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.checkpoints import model_dir as model_dir_lib
+
+CHECKPOINT_NAME = "ckpt"
+_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+_PHASE_KEY = "phase/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def checkpoint_dir(model_dir, layout):
+    """Where this worker's checkpoints go: `model_dir` for the chief, `model_dir/workers/worker_i` otherwise."""
+    return model_dir if layout.is_chief else os.path.join(model_dir, "workers", f"worker_{layout.pipeline_id}")
+
+
+def saved_position(directory):
+    """(path, step, phase index) of the latest checkpoint in `directory`, or None when there is none."""
+    path = tf.train.latest_checkpoint(directory)
+    if path is None:
+        return None
+    try:
+        return path, int(tf.train.load_variable(path, _STEP_KEY)), int(tf.train.load_variable(path, _PHASE_KEY))
+    except (tf.errors.NotFoundError, ValueError):
+        raise ValueError(
+            f"{path} is not a bert-pretrain training checkpoint (it has no step/phase): to start from converted "
+            f"weights pass that directory as --init_checkpoint and choose a new --model_dir.") from None
+
+
+class TrainingCheckpoint:
+    """A `tf.train.CheckpointManager` over the whole training state of one phase.
+
+    Args:
+        directory: this worker's checkpoint directory (see `checkpoint_dir`).
+        model, optimizer: the `BertPretrainer` and its optimizer.
+        step: an int64 `tf.Variable` set to the global step before each save.
+        phase: an int64 `tf.Variable` holding the index of the phase being trained.
+        iterator: the phase's input iterator (a plain `iter(dataset)`).
+        max_to_keep: checkpoints kept (the original Estimator kept 5).
+
+    Example:
+    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, step, phase, iterator)
+    >>> ckpt.save(1000)
+    '.../ckpt-1000'
+    """
+
+    def __init__(self, directory, model, optimizer, step, phase, iterator, max_to_keep=5):
+        self.step, self.phase = step, phase
+        # Dropout draws from Keras seed-generator states, which the model's checkpoint does not hold.
+        rng = {v.path.replace("/", "."): v for v in model.non_trainable_variables if "seed_generator" in v.path}
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, phase=phase,
+                                              iterator=iterator, dropout_rng=rng)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep,
+                                                  checkpoint_name=CHECKPOINT_NAME)
+
+    def save(self, step):
+        self.step.assign(step)
+        path = self.manager.save(checkpoint_number=step)
+        logging.info("Saved checkpoint %s", path)
+        return path
+
+    def restore(self, path, with_iterator):
+        """Restores everything from `path`; the iterator only when it was saved in this same phase (a checkpoint
+        taken at the end of the previous phase holds that phase's iterator)."""
+        if with_iterator:
+            status = self.checkpoint.restore(path)
+            status.assert_existing_objects_matched()
+        else:
+            partial = tf.train.Checkpoint(model=self.checkpoint.model, optimizer=self.checkpoint.optimizer,
+                                          step=self.step, phase=self.phase,
+                                          dropout_rng=self.checkpoint.dropout_rng)
+            partial.restore(path).expect_partial().assert_existing_objects_matched()
+        logging.info("Restored %s (step %d)%s", path, int(self.step.numpy()),
+                     "" if with_iterator else "; the input starts afresh for the new phase")
+
+
+def restore_model_weights(model, init_checkpoint):
+    """Loads only the model's weights from a converted checkpoint directory (or a `ckpt-N` prefix), as the
+    original `--init_checkpoint` did; optimizer slots and step start fresh."""
+    path = (model_dir_lib.latest_checkpoint(init_checkpoint) if os.path.isdir(init_checkpoint)
+            else init_checkpoint)
+    try:
+        keys = {name for name, _ in tf.train.list_variables(path)}
+    except (tf.errors.NotFoundError, ValueError) as e:
+        raise ValueError(f"--init_checkpoint={init_checkpoint} cannot be read ({e}): pass a directory written by "
+                         f"bert-convert or bert-pretrain.") from None
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in keys or not any(k.startswith("model/") for k in keys):
+        raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (no `model` object): "
+                         f"convert a released TF1 or HF checkpoint first with `bert-convert --from tf1|hf`.")
+    status = tf.train.Checkpoint(model=model).restore(path).expect_partial()
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError:
+        status.assert_nontrivial_match()
+        logging.warning("%s has no pre-training heads: the masked-LM and NSP heads start freshly initialized.", path)
+    logging.info("Initialized the model from %s", path)
+    return path

@@ -1,0 +1,77 @@
+"""What the original AdamWeightDecay and LAMB share: decoupled weight decay with name-based exclusions, and
+gradients that the training loop has already averaged across replicas."""
+
+import re
+
+import keras
+
+# The original's `exclude_from_weight_decay`: regexes searched in the variable's full name.
+DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+
+class WeightDecayOptimizer(keras.optimizers.Optimizer):
+    """Base of `AdamWeightDecay` and `Lamb`: decoupled weight decay (`update += weight_decay_rate * param`) on the
+    variables whose full path (`bert/encoder/layer_0/attention/output/LayerNorm/gamma`) matches none of the
+    exclusion regexes, decided once per variable when the optimizer is built.
+
+    Keras' own `weight_decay` argument is not used: it matches the short variable name (`gamma`), not the TF1
+    path the original's regexes were written for, and it decays before the update instead of inside it.
+
+    Args:
+        learning_rate: a float or a `LearningRateSchedule`.
+        weight_decay_rate: the decay coefficient (0.01 in the original).
+        exclude_from_weight_decay: regexes; a variable whose path matches one is not decayed.
+        aggregate_gradients: True (Keras' behaviour) sums gradients across replicas inside `apply`. The
+            pre-training loop passes False: it averages the gradients across replicas itself so that global-norm
+            clipping sees the averaged gradient, and a second sum would double-count them.
+        **kwargs: passed to `keras.optimizers.Optimizer` (e.g. `global_clipnorm=1.0`, `name`).
+    """
+
+    def __init__(self, learning_rate, weight_decay_rate=0.0,
+                 exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, aggregate_gradients=True, **kwargs):
+        if kwargs.get("weight_decay") is not None:
+            raise ValueError("Pass weight_decay_rate (the original's decoupled decay), not Keras' weight_decay.")
+        if weight_decay_rate < 0:
+            raise ValueError(f"weight_decay_rate={weight_decay_rate} must be >= 0.")
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.weight_decay_rate = float(weight_decay_rate)
+        self.exclude_from_weight_decay_patterns = tuple(exclude_from_weight_decay or ())
+        self.aggregate_gradients = bool(aggregate_gradients)
+
+    def is_excluded(self, variable):
+        """Whether one of the `exclude_from_weight_decay` regexes matches the variable's path."""
+        name = variable_path(variable)
+        return any(re.search(pattern, name) for pattern in self.exclude_from_weight_decay_patterns)
+
+    def uses_weight_decay(self, variable):
+        """The original `_do_use_weight_decay`: False when the rate is 0 or a regex matches the variable's path."""
+        return bool(self.weight_decay_rate) and not self.is_excluded(variable)
+
+    def build(self, variables):
+        if self.built:
+            return
+        super().build(variables)
+        self._decayed = [self.uses_weight_decay(v) for v in variables]
+
+    def _decays(self, variable):
+        return self._decayed[self._get_variable_index(variable)]
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        # Overrides the TensorFlow backend's cross-replica sum inside `apply`; see `aggregate_gradients`.
+        if self.aggregate_gradients:
+            return super()._all_reduce_sum_gradients(grads_and_vars)
+        return list(grads_and_vars)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(weight_decay_rate=self.weight_decay_rate,
+                      exclude_from_weight_decay=list(self.exclude_from_weight_decay_patterns),
+                      aggregate_gradients=self.aggregate_gradients)
+        config.pop("weight_decay", None)
+        return config
+
+
+def variable_path(variable):
+    """The full name of a Keras or tf.Variable without the ":0" suffix (the original's `_get_variable_name`)."""
+    name = getattr(variable, "path", None) or variable.name
+    return re.sub(r":\d+$", "", name)

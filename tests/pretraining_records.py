@@ -1,0 +1,77 @@
+"""Small pre-training TFRecords in the original format for the training tests (written with tf.train.Example)."""
+
+import numpy as np
+import tensorflow as tf
+
+VOCAB_SIZE = 64
+FIRST_WORD_ID = 5  # 0-4: [PAD] [UNK] [CLS] [SEP] [MASK]
+
+
+def vocab_tokens(size=VOCAB_SIZE):
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(size - FIRST_WORD_ID)]
+
+
+def write_vocab(path, size=VOCAB_SIZE):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab_tokens(size)) + "\n")
+    return str(path)
+
+
+def make_instance(rng, seq, pred, full_predictions=False, vocab_size=VOCAB_SIZE):
+    """One record's values (v1 names). Each sentence is a run of one repeated word, so the masked words are
+    predictable from their neighbours and a model that learns shows it quickly.
+
+    With `full_predictions` every instance has exactly `pred` real predictions, so the masked-LM loss of a batch
+    split in parts is the mean of the parts' losses (used to compare replicas and micro-batches exactly).
+    """
+    length = seq if full_predictions else int(rng.integers(max(pred + 3, seq // 2), seq + 1))
+    split = int(rng.integers(2, length - 2))
+    word_a, word_b = rng.integers(FIRST_WORD_ID, vocab_size, 2)
+    ids = np.zeros(seq, np.int64)
+    ids[:length] = np.where(np.arange(length) < split, word_a, word_b)
+    ids[0], ids[split], ids[length - 1] = 2, 3, 3
+    candidates = np.array([i for i in range(1, length - 1) if i != split])
+    num = pred if full_predictions else int(rng.integers(1, pred + 1))
+    positions = np.zeros(pred, np.int64)
+    positions[:num] = np.sort(rng.choice(candidates, num, replace=False))
+    labels = np.zeros(pred, np.int64)
+    labels[:num] = ids[positions[:num]]
+    ids[positions[:num]] = 4
+    return {"input_ids": ids, "input_mask": (np.arange(seq) < length).astype(np.int64),
+            "segment_ids": ((np.arange(seq) > split) & (np.arange(seq) < length)).astype(np.int64),
+            "masked_lm_positions": positions, "masked_lm_ids": labels,
+            "masked_lm_weights": (np.arange(pred) < num).astype(np.float32),
+            "next_sentence_labels": np.array([int(word_a != word_b and rng.random() < 0.5)], np.int64)}
+
+
+def serialize(values):
+    feature = {}
+    for name, value in values.items():
+        feature[name] = (tf.train.Feature(float_list=tf.train.FloatList(value=value)) if value.dtype == np.float32
+                         else tf.train.Feature(int64_list=tf.train.Int64List(value=value)))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def write_records(path, num_records, seq, pred, seed=0, full_predictions=False):
+    rng = np.random.default_rng(seed)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(num_records):
+            writer.write(serialize(make_instance(rng, seq, pred, full_predictions)))
+    return str(path)
+
+
+def feature_batches(num_batches, batch_size, seq, pred, seed=0, full_predictions=True):
+    """Batches of model features as NumPy dicts (what `pretraining_dataset` yields), for loops fed directly."""
+    rng = np.random.default_rng(seed)
+    batches = []
+    for _ in range(num_batches):
+        rows = [make_instance(rng, seq, pred, full_predictions) for _ in range(batch_size)]
+        batch = {name: np.stack([r[name] for r in rows]) for name in rows[0]}
+        batches.append({"input_word_ids": batch["input_ids"].astype(np.int32),
+                        "input_mask": batch["input_mask"].astype(np.int32),
+                        "input_type_ids": batch["segment_ids"].astype(np.int32),
+                        "masked_lm_positions": batch["masked_lm_positions"].astype(np.int32),
+                        "masked_lm_ids": batch["masked_lm_ids"].astype(np.int32),
+                        "masked_lm_weights": batch["masked_lm_weights"],
+                        "next_sentence_labels": batch["next_sentence_labels"].astype(np.int32)})
+    return batches

@@ -1,0 +1,91 @@
+"""The recipes in configs/pretrain/ as data: the paper's numbers, validation errors that name the field, overrides."""
+
+import dataclasses
+
+import pytest
+
+from bert_tf.training.recipe import Recipe, RecipeError, check_ready, load_recipe
+
+
+@pytest.mark.parametrize("name, hidden, layers", [("bert_base_paper", 768, 12), ("bert_large_paper", 1024, 24)])
+def test_paper_recipes_state_the_original_run(name, hidden, layers):
+    recipe = load_recipe(name)
+    assert (recipe.train_batch_size, recipe.num_train_steps, recipe.num_warmup_steps) == (256, 1_000_000, 10_000)
+    assert recipe.learning_rate == 1e-4
+    opt = recipe.optimizer
+    assert (opt.name, opt.beta_1, opt.beta_2, opt.epsilon, opt.weight_decay_rate, opt.clip_norm) == (
+        "adamw", 0.9, 0.999, 1e-6, 0.01, 1.0)
+    assert opt.exclude_from_weight_decay == ("LayerNorm", "layer_norm", "bias")
+    assert [(p.num_steps, p.max_seq_length, p.max_predictions_per_seq) for p in recipe.phases] == [
+        (900_000, 128, 20), (100_000, 512, 80)]
+    assert recipe.phase_ends == [900_000, 1_000_000]
+    config = recipe.bert_config()
+    assert (config.hidden_size, config.num_hidden_layers, config.vocab_size) == (hidden, layers, 30522)
+    assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.1
+    assert (recipe.mixed_precision, recipe.jit_compile, recipe.use_next_sentence,
+            recipe.dynamic_masking.enabled) == ("float32", False, True, False)
+
+
+def test_demo_recipe_takes_vocab_size_from_the_vocab(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(f"t{i}" for i in range(1000)) + "\n")
+    recipe = load_recipe("demo_cpu").with_overrides(vocab_file=str(vocab))
+    config = recipe.bert_config()
+    assert (config.hidden_size, config.num_hidden_layers, config.vocab_size) == (128, 2, 1000)
+
+
+def test_overrides_per_phase_and_rescaled_steps():
+    recipe = load_recipe("bert_base_paper").with_overrides(
+        num_train_steps=1000, num_warmup_steps=100, input_file=["a/*.tfrecord", "b/*.tfrecord"],
+        max_predictions_per_seq=[20, 76], train_batch_size=64, learning_rate=2e-4, optimizer="lamb",
+        mixed_precision="mixed_bfloat16", jit_compile=True, use_next_sentence=False, dynamic_masking=True,
+        eval_input_file="heldout.tfrecord", iterations_per_loop=None)
+    assert [(p.num_steps, p.input_file, p.max_predictions_per_seq) for p in recipe.phases] == [
+        (900, "a/*.tfrecord", 20), (100, "b/*.tfrecord", 76)]
+    assert (recipe.train_batch_size, recipe.learning_rate, recipe.optimizer.name, recipe.iterations_per_loop) == (
+        64, 2e-4, "lamb", 1000)
+    assert recipe.mixed_precision == "mixed_bfloat16" and recipe.jit_compile and not recipe.use_next_sentence
+    assert recipe.dynamic_masking.enabled and recipe.eval.input_file == "heldout.tfrecord"
+    with pytest.raises(RecipeError, match=r"dynamic_masking needs the vocab"):
+        check_ready(recipe)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"input_file": ["only-one.tfrecord"]}, r"--input_file was given 1 time\(s\) but recipe 'bert_base_paper' has "
+                                            r"2 phases \(seq128, seq512\)"),
+    ({"num_train_steps": 5000}, r"num_train_steps=5000 is below the recipe's num_warmup_steps=10000"),
+    ({"learning_rate": -1.0}, r"learning_rate=-1.0 must be a positive number"),
+    ({"mixed_precision": "fp8"}, r"mixed_precision='fp8' must be one of float32, mixed_bfloat16, mixed_float16"),
+    ({"train_batch_size": 0}, r"train_batch_size=0 must be a positive integer"),
+    ({"max_seq_length": [128, 64]}, r"phases\[1\].max_predictions_per_seq=80 must not exceed max_seq_length=64"),
+])
+def test_wrong_values_name_the_field(overrides, message):
+    with pytest.raises(RecipeError, match=message):
+        load_recipe("bert_base_paper").with_overrides(**overrides)
+
+
+def test_wrong_yaml_names_the_field(tmp_path):
+    base = load_recipe("demo_cpu").to_dict()
+    cases = [
+        (dict(base, optimiser={"name": "adamw"}), r"demo_cpu.yaml: unknown field\(s\) \['optimiser'\]"),
+        (dict(base, optimizer=dict(base["optimizer"], name="sgd")), r"optimizer.name='sgd' must be one of adamw, lamb"),
+        (dict(base, num_train_steps=1000), r"num_train_steps=1000 must equal the sum of the phases' num_steps \(3000\)"),
+        (dict(base, phases=[dict(base["phases"][0], max_seq_lenght=128)]),
+         r"phases\[0\]: unknown field\(s\) \['max_seq_lenght'\]"),
+        (dict(base, model={"preset": "tiny", "hidden_sise": 8}), r"model: unknown BertConfig field\(s\) \['hidden_sise'\]"),
+        (dict(base, model={"preset": "tiny", "bert_config_file": "x.json"}), r"give exactly one of preset"),
+    ]
+    import yaml
+    for values, message in cases:
+        path = tmp_path / "demo_cpu.yaml"
+        path.write_text(yaml.safe_dump(values))
+        with pytest.raises(RecipeError, match=message):
+            load_recipe(str(path))
+    with pytest.raises(RecipeError, match=r"No recipe file 'bert_huge': pass a YAML path or one of \[.*'demo_cpu'"):
+        load_recipe("bert_huge")
+
+
+def test_to_dict_round_trip():
+    recipe = load_recipe("bert_large_paper")
+    assert Recipe.from_dict(recipe.to_dict()) == recipe
+    assert dataclasses.replace(recipe, seed=1) != recipe
