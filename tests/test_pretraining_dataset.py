@@ -8,6 +8,8 @@ import tensorflow as tf
 
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
 from bert_tf.records import feature_spec as spec_lib
+from bert_tf.records.example_encoder import ExampleEncoder
+from bert_tf.records.writer import RoundRobinWriter
 
 SEQ, PRED = 16, 4
 
@@ -32,20 +34,16 @@ def make_instance(index, seq=SEQ, pred=PRED):
             "next_sentence_labels": np.array([index % 2], np.int64)}
 
 
-def serialize(values, names="v1"):
-    feature = {}
-    for name, dtype, _ in spec_lib.V1_FEATURES:
-        value = values[name]
-        feature[spec_lib.record_name(name, names)] = (
-            tf.train.Feature(float_list=tf.train.FloatList(value=value)) if dtype == tf.float32
-            else tf.train.Feature(int64_list=tf.train.Int64List(value=value)))
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
-
-
 def write_records(path, indices, names="v1", compression=None, seq=SEQ, pred=PRED):
-    with tf.io.TFRecordWriter(str(path), options=compression) as writer:
-        for index in indices:
-            writer.write(serialize(make_instance(index, seq, pred), names))
+    """The project's writer (records/writer.py, records/example_encoder.py) in the original feature order."""
+    encoder = ExampleEncoder([(spec_lib.record_name(name, names), dtype == tf.float32)
+                              for name, dtype, _ in spec_lib.V1_FEATURES])
+    instances = [make_instance(index, seq, pred) for index in indices]
+    arrays = {spec_lib.record_name(name, names): np.stack([instance[name] for instance in instances])
+              for name, _, _ in spec_lib.V1_FEATURES}
+    with RoundRobinWriter([str(path)], gzip=compression == "GZIP") as writer:
+        for record in encoder.encode(arrays):
+            writer.write(record)
     return str(path)
 
 
