@@ -1,0 +1,1 @@
+"""Documents -> training instances: the original create_pretraining_data algorithm, sharded and streaming."""

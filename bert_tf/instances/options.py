@@ -1,0 +1,42 @@
+"""The settings of create_pretraining_data, with the original flags' names and defaults, checked on creation."""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceOptions:
+    """How documents become training instances (the original script's flags).
+
+    Example:
+    >>> InstanceOptions(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5).max_num_tokens
+    125
+    """
+
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 10
+    do_whole_word_mask: bool = False
+    random_seed: int = 12345
+
+    def __post_init__(self):
+        if self.max_seq_length < 5:
+            raise ValueError(f"max_seq_length={self.max_seq_length} is too short: an instance needs [CLS], [SEP], "
+                             f"[SEP] and at least one token in each segment; use 128 or 512 as the original.")
+        if not 1 <= self.max_predictions_per_seq <= self.max_seq_length:
+            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} must lie in [1, "
+                             f"max_seq_length={self.max_seq_length}]; the original uses 20 at 128 (about "
+                             f"max_seq_length * masked_lm_prob).")
+        if not 0.0 < self.masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob={self.masked_lm_prob} must lie in (0, 1]; the original uses 0.15.")
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise ValueError(f"short_seq_prob={self.short_seq_prob} must lie in [0, 1]; the original uses 0.1.")
+        if self.dupe_factor < 1:
+            raise ValueError(f"dupe_factor={self.dupe_factor} must be at least 1 (the number of passes over the "
+                             f"corpus, each with new masks); the original uses 10, its README 5.")
+
+    @property
+    def max_num_tokens(self):
+        """Tokens of A and B together: room for [CLS], [SEP], [SEP]."""
+        return self.max_seq_length - 3

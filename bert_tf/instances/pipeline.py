@@ -1,0 +1,136 @@
+"""Documents -> TFRecords of training instances, streaming and in parallel: the engine of
+bert-create-pretraining-data.
+
+The main process reads documents, cuts the stream into shards of about `shard_size_mb` of text, tokenizes each
+shard in one batch (FastBertTokenizer) and hands it to a pool of `num_workers` processes, which run the original
+algorithm on it (bert_tf/instances/shard.py) and send back serialized records; the main process writes them in
+shard order. So memory holds a few shards, not the corpus, and the output depends on the seed and the shard size
+but not on the number of workers.
+
+The one departure from the original (which cannot process a corpus larger than memory): it shuffles the documents
+and the instances of the whole corpus and draws random next segments from any document; here that happens within
+each shard.
+"""
+
+import collections
+import dataclasses
+import multiprocessing
+import os
+import time
+
+from absl import logging
+from tqdm import tqdm
+
+from bert_tf.instances.shard import TokenizedShard, Vocabulary, process_shard
+from bert_tf.instances.statistics import InstanceStatistics
+from bert_tf.records.writer import RoundRobinWriter
+from bert_tf.text.corpus import CorpusCounts
+
+DEFAULT_SHARD_SIZE_MB = 0.5
+
+
+@dataclasses.dataclass
+class RunSummary:
+    """What a run produced: corpus counts, instance statistics, records per output file, wall time."""
+
+    counts: CorpusCounts
+    statistics: InstanceStatistics
+    output_files: list
+    records_per_file: list
+    seconds: float
+    shards: int
+
+    def summary_lines(self, masked_lm_prob=None):
+        rate = self.statistics.instances / max(self.seconds, 1e-9)
+        return (self.counts.summary_lines() + self.statistics.summary_lines(masked_lm_prob) +
+                [f"wrote {sum(self.records_per_file)} records to {len(self.output_files)} file(s) from "
+                 f"{self.shards} shard(s) in {self.seconds:.1f} s ({rate:,.0f} instances/s)"])
+
+
+def shard_documents(documents, shard_size_mb):
+    """Groups a document stream into lists of consecutive documents holding about shard_size_mb of text each."""
+    limit = shard_size_mb * 1e6
+    shard, size = [], 0
+    for document in documents:
+        shard.append(document)
+        size += sum(len(sentence) for sentence in document)
+        if size >= limit:
+            yield shard
+            shard, size = [], 0
+    if shard:
+        yield shard
+
+
+def _process(args):
+    return process_shard(*args)
+
+
+def create_pretraining_data(documents, tokenizer, output_files, options, *, num_workers=None,
+                            shard_size_mb=DEFAULT_SHARD_SIZE_MB, names="v1", gzip=False, counts=None,
+                            progress=True):
+    """Writes the training instances of `documents` to `output_files`; returns a `RunSummary`.
+
+    Args:
+        documents: an iterable of documents (lists of sentence strings), e.g. from bert_tf.text.corpus.
+        tokenizer: a `FullTokenizer`.
+        output_files: paths; record k goes to file k mod len(output_files).
+        options: `InstanceOptions` (the original flags).
+        num_workers: processes that build instances (default: the CPU count); 0 builds them in this process.
+        shard_size_mb: text per shard (the unit of shuffling, random next documents and parallel work).
+        names: "v1" (the original's feature names) or "v2" (input_word_ids, input_type_ids).
+        gzip: write GZIP-compressed TFRecords.
+        counts: a `CorpusCounts` the reader already updates (lines, undecodable bytes); created if None.
+
+    Example:
+    >>> documents = read_documents("corpus.txt", "sentences", counts)
+    >>> summary = create_pretraining_data(documents, FullTokenizer("vocab.txt"), ["train.tfrecord"],
+    ...                                   InstanceOptions(dupe_factor=5), num_workers=2, counts=counts)
+    >>> print("\\n".join(summary.summary_lines()))
+    """
+    if shard_size_mb <= 0:
+        raise ValueError(f"shard_size_mb={shard_size_mb} must be positive (0.5 is a good size).")
+    num_workers = os.cpu_count() if num_workers is None else num_workers
+    if num_workers < 0:
+        raise ValueError(f"num_workers={num_workers} must be >= 0 (0 builds instances in the main process).")
+    counts = counts if counts is not None else CorpusCounts()
+    vocab = Vocabulary.from_tokenizer(tokenizer)
+    statistics = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
+    start = time.time()
+    # fork: workers need only numpy and this package's numpy code; they never call TensorFlow.
+    pool = multiprocessing.get_context("fork").Pool(num_workers) if num_workers > 0 else None
+    bar = tqdm(desc="documents", unit=" doc", disable=not progress, mininterval=1.0)
+    num_shards = 0
+    try:
+        with RoundRobinWriter(output_files, gzip=gzip) as writer:
+            pending = collections.deque()
+
+            def write_result(result):
+                for record in result.records:
+                    writer.write(record)
+                statistics.merge(result.statistics)
+                bar.set_postfix(instances=statistics.instances, refresh=False)
+
+            for index, shard_docs in enumerate(shard_documents(documents, shard_size_mb)):
+                shard = TokenizedShard.from_documents(index, shard_docs, tokenizer, counts)
+                num_shards += 1
+                args = (shard, options, vocab, names)
+                if pool is None:
+                    write_result(_process(args))
+                else:
+                    pending.append(pool.apply_async(_process, (args,)))
+                    # Bounded read-ahead: memory holds at most 2 shards per worker.
+                    while len(pending) >= 2 * num_workers:
+                        write_result(pending.popleft().get())
+                bar.update(len(shard_docs))
+            while pending:
+                write_result(pending.popleft().get())
+            records_per_file = list(writer.records_per_file)
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    summary = RunSummary(counts, statistics, list(output_files), records_per_file, time.time() - start, num_shards)
+    for line in summary.summary_lines(options.masked_lm_prob):
+        logging.info(line)
+    return summary

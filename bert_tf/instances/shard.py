@@ -1,0 +1,154 @@
+"""One shard of documents -> its shuffled, masked, serialized training instances (numpy only, no TensorFlow).
+
+This is the unit of work of both the multiprocessing pipeline and the Beam pipeline. A shard is processed as the
+original processes its whole corpus: its documents shuffled, `dupe_factor` passes of
+`instances_from_document` over them (random next segments drawn from the shard's documents), static masks, and
+the instances shuffled. Each shard has its own seed, derived from the run's seed and the shard's index, so the
+result does not depend on which worker runs it or when.
+"""
+
+import dataclasses
+import itertools
+import random
+
+import numpy as np
+
+from bert_tf.instances.masking import MaskDraws, MaskingRules
+from bert_tf.instances.sentence_pairs import instances_from_document
+from bert_tf.instances.statistics import InstanceStatistics
+from bert_tf.records.example_encoder import ExampleEncoder
+from bert_tf.records.feature_spec import V1_FEATURES, record_name
+
+
+@dataclasses.dataclass
+class TokenizedShard:
+    """Documents as ragged token ids: document d has sentences [document_splits[d], document_splits[d + 1]),
+    sentence s has tokens token_ids[sentence_splits[s]:sentence_splits[s + 1]]."""
+
+    index: int
+    token_ids: np.ndarray        # int32 [tokens]
+    sentence_splits: np.ndarray  # int64 [sentences + 1]
+    document_splits: np.ndarray  # int64 [documents + 1]
+
+    @property
+    def num_documents(self):
+        return len(self.document_splits) - 1
+
+    @classmethod
+    def from_documents(cls, index, documents, tokenizer, counts):
+        """Tokenizes documents (lists of sentences) in one batch; as the original, sentences without tokens and
+        then documents without sentences are dropped. `counts` (a CorpusCounts) records what was kept and dropped."""
+        sentences = [sentence for document in documents for sentence in document]
+        ids, row_splits = tokenizer.tokenize_to_ids(sentences)
+        lengths = np.diff(row_splits)
+        kept_sentence = lengths > 0
+        per_document = np.array([len(d) for d in documents], np.int64)
+        document_of_sentence = np.repeat(np.arange(len(documents)), per_document)
+        kept_per_document = np.bincount(document_of_sentence[kept_sentence], minlength=len(documents))
+        kept_documents = kept_per_document[kept_per_document > 0]
+        counts.sentences += int(kept_sentence.sum())
+        counts.empty_sentences += int((~kept_sentence).sum())
+        counts.documents += len(kept_documents)
+        counts.empty_documents += int(np.sum(kept_per_document == 0))
+        counts.one_sentence_documents += int(np.sum(kept_documents == 1))
+        counts.tokens += len(ids)
+        sentence_splits = np.concatenate([[0], np.cumsum(lengths[kept_sentence])]).astype(np.int64)
+        document_splits = np.concatenate([[0], np.cumsum(kept_documents)]).astype(np.int64)
+        return cls(index, ids, sentence_splits, document_splits)
+
+
+@dataclasses.dataclass
+class Vocabulary:
+    """What instance creation needs of the vocab (picklable, small)."""
+
+    size: int
+    cls_id: int
+    sep_id: int
+    mask_id: int
+    pad_id: int
+    is_subword: np.ndarray  # bool [size]
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer):
+        return cls(tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.pad_id,
+                   tokenizer.is_subword())
+
+
+@dataclasses.dataclass
+class ShardResult:
+    index: int
+    records: list          # serialized tf.train.Example bytes, in output order
+    statistics: InstanceStatistics
+
+
+def shard_seed(random_seed, shard_index):
+    """A 64-bit seed for a shard, independent between shards (numpy's SeedSequence spawning rule)."""
+    return int(np.random.SeedSequence([random_seed, shard_index]).generate_state(2, np.uint64)[0])
+
+
+def pair_spans(shard, options, rng):
+    """All `PairSpan`s of the shard as an int64 array [N, 6] (the PairSpan fields): documents shuffled once, then
+    `dupe_factor` passes over them."""
+    splits = shard.document_splits.tolist()
+    documents = [(splits[d], splits[d + 1]) for d in range(shard.num_documents)]
+    rng.shuffle(documents)
+    sentence_starts = shard.sentence_splits.tolist()
+    spans = []
+    for _ in range(options.dupe_factor):
+        for document_index in range(len(documents)):
+            spans.extend(instances_from_document(documents, document_index, sentence_starts, options.max_num_tokens,
+                                                 options.short_seq_prob, rng))
+    return np.fromiter(itertools.chain.from_iterable(spans), np.int64, count=6 * len(spans)).reshape(-1, 6)
+
+
+def gather_instances(token_ids, spans, max_seq_length, vocab):
+    """[CLS] A [SEP] B [SEP] for every span (rows of `pair_spans`), padded:
+    (ids [N, T], input_mask, segment_ids, lengths [N])."""
+    a_start, a_stop, b_start, b_stop = spans[:, :4].T
+    len_a, len_b = a_stop - a_start, b_stop - b_start
+    lengths = len_a + len_b + 3
+    col = np.arange(max_seq_length)[None, :]
+    la, lb = len_a[:, None], len_b[:, None]
+    in_a = (col >= 1) & (col <= la)
+    in_b = (col >= la + 2) & (col < la + 2 + lb)
+    source = np.where(in_a, a_start[:, None] + col - 1, np.where(in_b, b_start[:, None] + col - la - 2, 0))
+    ids = np.where(in_a | in_b, token_ids[source], vocab.pad_id).astype(np.int32)
+    ids[:, 0] = vocab.cls_id
+    ids[(col == la + 1) | (col == la + lb + 2)] = vocab.sep_id
+    input_mask = (col < lengths[:, None]).astype(np.int32)
+    # Segment 0: [CLS] A [SEP]; segment 1: B [SEP]; padding 0.
+    segment_ids = ((col >= la + 2) & (col < lengths[:, None])).astype(np.int32)
+    return ids, input_mask, segment_ids, lengths
+
+
+def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
+    """Every instance of a shard, masked, shuffled and serialized -> `ShardResult`.
+
+    Instances are gathered, masked and serialized `chunk_size` at a time, so memory holds the shard's serialized
+    records and one chunk of arrays, whatever the dupe_factor.
+    """
+    seed = shard_seed(options.random_seed, shard.index)
+    rng = random.Random(seed)
+    np_rng = np.random.default_rng(seed)
+    spans = pair_spans(shard, options, rng)
+    stats = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
+    rules = MaskingRules(options.masked_lm_prob, options.max_predictions_per_seq, vocab.size, vocab.mask_id,
+                         (vocab.pad_id, vocab.cls_id, vocab.sep_id), vocab.is_subword, options.do_whole_word_mask)
+    encoder = ExampleEncoder([(record_name(name, names), dtype.is_floating) for name, dtype, _ in V1_FEATURES])
+    records = []
+    for start in range(0, len(spans), chunk_size):
+        chunk = spans[start:start + chunk_size]
+        ids, input_mask, segment_ids, lengths = gather_instances(shard.token_ids, chunk, options.max_seq_length,
+                                                                 vocab)
+        draws = MaskDraws.draw(np_rng, ids.shape, vocab.size)
+        masked_ids, positions, labels, weights, counts = rules.mask_batch(ids, lengths, draws)
+        is_random_next = chunk[:, 4]
+        stats.add(lengths, masked_ids, positions, labels, counts, is_random_next, chunk[:, 5].astype(bool),
+                  vocab.mask_id)
+        arrays = {"input_ids": masked_ids, "input_mask": input_mask, "segment_ids": segment_ids,
+                  "masked_lm_positions": positions, "masked_lm_ids": labels, "masked_lm_weights": weights,
+                  "next_sentence_labels": is_random_next[:, None]}
+        records.extend(encoder.encode({record_name(name, names): value for name, value in arrays.items()}))
+    # The original shuffles all instances at the end; here the shard's (the corpus is never held in memory).
+    order = np_rng.permutation(len(records))
+    return ShardResult(shard.index, [records[i] for i in order], stats)

@@ -1,0 +1,104 @@
+"""Statistics of training instances: what the summary of bert-create-pretraining-data and bert-inspect-data show.
+
+Counted from the instance arrays (or from parsed records), summed over shards with `merge`.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from bert_tf.instances.masking import num_to_predict
+
+
+@dataclasses.dataclass
+class InstanceStatistics:
+    """Counts over instances; `add` a batch, `merge` another, `summary_lines` for people.
+
+    Example:
+    >>> stats = InstanceStatistics(max_seq_length=128, max_predictions_per_seq=20)
+    >>> stats.add(lengths, input_ids, positions, labels, counts, next_sentence_labels, None, mask_id=103)
+    >>> print("\\n".join(stats.summary_lines()))
+    """
+
+    max_seq_length: int
+    max_predictions_per_seq: int
+    instances: int = 0
+    random_next: int = 0
+    one_sentence_chunks: int = -1  # -1: unknown (records do not say)
+    tokens: int = 0
+    predictions: int = 0
+    masked: int = 0     # replaced by [MASK]
+    kept: int = 0       # the original token kept
+    replaced: int = 0   # a random token
+    at_cap: int = 0     # instances whose predictions hit max_predictions_per_seq
+    length_histogram: np.ndarray = None
+    predictions_histogram: np.ndarray = None
+
+    def __post_init__(self):
+        if self.length_histogram is None:
+            self.length_histogram = np.zeros(self.max_seq_length + 1, np.int64)
+        if self.predictions_histogram is None:
+            self.predictions_histogram = np.zeros(self.max_predictions_per_seq + 1, np.int64)
+
+    def add(self, lengths, input_ids, positions, labels, counts, next_sentence_labels, one_sentence_chunks, mask_id):
+        """A batch: lengths [N], masked input ids [N, T], positions/labels [N, P], counts [N] real predictions,
+        next_sentence_labels [N] (1 = random next), one_sentence_chunks [N] bool or None when unknown."""
+        lengths, counts = np.asarray(lengths), np.asarray(counts)
+        self.instances += len(lengths)
+        self.random_next += int(np.sum(next_sentence_labels))
+        if one_sentence_chunks is not None:
+            self.one_sentence_chunks = max(self.one_sentence_chunks, 0) + int(np.sum(one_sentence_chunks))
+        self.tokens += int(lengths.sum())
+        self.predictions += int(counts.sum())
+        real = np.arange(positions.shape[1])[None, :] < counts[:, None]
+        shown = np.take_along_axis(np.asarray(input_ids), np.asarray(positions), axis=1)
+        is_mask = real & (shown == mask_id)
+        is_kept = real & ~is_mask & (shown == labels)
+        self.masked += int(is_mask.sum())
+        self.kept += int(is_kept.sum())
+        self.replaced += int(real.sum() - is_mask.sum() - is_kept.sum())
+        self.at_cap += int(np.sum(counts >= self.max_predictions_per_seq))
+        self.length_histogram += np.bincount(lengths, minlength=self.max_seq_length + 1)[:self.max_seq_length + 1]
+        self.predictions_histogram += np.bincount(counts, minlength=self.max_predictions_per_seq + 1)
+
+    def merge(self, other):
+        for field in ("instances", "random_next", "tokens", "predictions", "masked", "kept", "replaced", "at_cap"):
+            setattr(self, field, getattr(self, field) + getattr(other, field))
+        if other.one_sentence_chunks >= 0:
+            self.one_sentence_chunks = max(self.one_sentence_chunks, 0) + other.one_sentence_chunks
+        self.length_histogram = self.length_histogram + other.length_histogram
+        self.predictions_histogram = self.predictions_histogram + other.predictions_histogram
+        return self
+
+    def expected_predictions(self, masked_lm_prob):
+        """The sum of num_to_predict over the instances' lengths (what the rules ask for)."""
+        return sum(int(n) * min(num_to_predict(length, masked_lm_prob, self.max_predictions_per_seq), length - 3)
+                   for length, n in enumerate(self.length_histogram) if n)
+
+    def length_percentiles(self, qs=(5, 50, 95)):
+        if not self.instances:
+            return {q: 0 for q in qs}
+        cumulative = np.cumsum(self.length_histogram)
+        return {q: int(np.searchsorted(cumulative, q / 100 * self.instances)) for q in qs}
+
+    def summary_lines(self, masked_lm_prob=None):
+        n, p = max(self.instances, 1), max(self.predictions, 1)
+        lines = [f"instances: {self.instances}"]
+        nsp = f"next sentence: {self.random_next / n:.2%} random next (label 1)"
+        if self.one_sentence_chunks >= 0:
+            single = self.one_sentence_chunks / n
+            nsp += (f"; expected {0.5 + single / 2:.2%} = 50% + half of the {single:.2%} one-sentence chunks "
+                    f"(always random next)")
+        lines.append(nsp)
+        mean_length = self.tokens / n
+        pct = self.length_percentiles()
+        lines.append(f"length: mean {mean_length:.1f}, p5 {pct[5]}, median {pct[50]}, p95 {pct[95]}, "
+                     f"max {self.max_seq_length} reached by {self.length_histogram[-1] / n:.2%}")
+        rate = f"masked LM: {self.predictions} predictions = {self.predictions / max(self.tokens, 1):.2%} of tokens"
+        if masked_lm_prob is not None:
+            rate += f" (rules ask for {self.expected_predictions(masked_lm_prob)})"
+        lines.append(rate + f"; {self.predictions / n:.2f} per instance, {self.at_cap / n:.2%} at the cap of "
+                            f"{self.max_predictions_per_seq}")
+        lines.append(f"masked positions: [MASK] {self.masked / p:.2%}, random token {self.replaced / p:.2%}, "
+                     f"kept {self.kept / p:.2%}")
+        return lines

@@ -1,0 +1,114 @@
+"""Corpus files -> documents (each a list of sentences, each a str), streamed, with counts of what was odd.
+
+Two file formats:
+- "sentences", the original's: one sentence per line, a blank line between documents. As the original does:
+  lines split on "\\n" only, each line decoded as UTF-8 with undecodable bytes dropped
+  (`convert_to_unicode(..., "ignore")`) and stripped; a blank line ends a document; a document runs on into the next
+  file when a file does not end with a blank line; every blank line starts a new document, so runs of them yield
+  empty documents, which the instance pipeline drops and counts (the original removes them silently).
+- "text": raw text, one document per file, split into sentences by `split_sentences`.
+
+The embedded default corpus (bert_tf/text/bible.py) and TFDS datasets (bert_tf/text/tfds_corpus.py) yield the
+same documents.
+"""
+
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from bert_tf.text.sentences import split_sentences
+
+
+@dataclasses.dataclass
+class CorpusCounts:
+    """What the readers and the tokenizer met; printed in the summary."""
+
+    files: int = 0
+    lines: int = 0
+    undecodable_lines: int = 0     # lines (or texts) with bytes that are not UTF-8; those bytes were dropped
+    documents: int = 0             # documents kept (one sentence with tokens or more)
+    empty_documents: int = 0       # documents without any token, dropped (blank-line runs included)
+    one_sentence_documents: int = 0  # kept; each chunk of them is a random next, as in the original
+    sentences: int = 0             # sentences kept
+    empty_sentences: int = 0       # lines without any token (e.g. only control characters), dropped
+    tokens: int = 0
+
+    def summary_lines(self):
+        return [f"corpus: {self.documents} documents, {self.sentences} sentences, {self.tokens} tokens "
+                f"from {self.files} input(s)",
+                f"dropped: {self.empty_documents} empty documents, {self.empty_sentences} sentences without tokens; "
+                f"{self.undecodable_lines} lines with undecodable bytes (bytes dropped); "
+                f"{self.one_sentence_documents} one-sentence documents kept"]
+
+
+def expand_input_files(input_file):
+    """The original's `--input_file`: comma-separated paths or globs, in the order given, each glob sorted.
+
+    Example:
+    >>> expand_input_files("corpus/wiki-*.txt,corpus/books.txt")
+    ['corpus/wiki-0.txt', 'corpus/wiki-1.txt', 'corpus/books.txt']
+    """
+    patterns = [p.strip() for p in os.fspath(input_file).split(",") if p.strip()]
+    if not patterns:
+        raise ValueError(f"input_file={input_file!r} names no file: pass a path, a glob or a comma-separated list.")
+    files = []
+    for pattern in patterns:
+        matched = sorted(tf.io.gfile.glob(pattern))
+        if not matched:
+            raise FileNotFoundError(f"input_file pattern {pattern!r} matches no file: check the path (globs are "
+                                    f"expanded here, so quote them in the shell).")
+        files.extend(matched)
+    return files
+
+
+def _open_binary(path):
+    return tf.io.gfile.GFile(path, "rb") if "://" in path else open(path, "rb")
+
+
+def decode(data, counts):
+    """UTF-8 text of `data`, undecodable bytes dropped (and counted), as the original's convert_to_unicode."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        counts.undecodable_lines += 1
+        return data.decode("utf-8", "ignore")
+
+
+def read_sentence_documents(files, counts):
+    """Documents of files in the original format (one sentence per line, blank line between documents)."""
+    document = []
+    for path in files:
+        counts.files += 1
+        with _open_binary(path) as f:
+            for raw in f:
+                counts.lines += 1
+                line = decode(raw, counts).strip()
+                if not line:
+                    yield document
+                    document = []
+                else:
+                    document.append(line)
+    yield document
+
+
+def read_text_documents(files, counts):
+    """One document per raw text file, split into sentences."""
+    for path in files:
+        counts.files += 1
+        with _open_binary(path) as f:
+            data = f.read()
+        counts.lines += data.count(b"\n") + 1
+        yield split_sentences(decode(data, counts))
+
+
+INPUT_FORMATS = ("sentences", "text")
+
+
+def read_documents(input_file, input_format, counts):
+    """Documents of `--input_file` (comma-separated globs) in the given format."""
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"input_format={input_format!r} is unknown: use one of {INPUT_FORMATS} for files.")
+    files = expand_input_files(input_file)
+    reader = read_sentence_documents if input_format == "sentences" else read_text_documents
+    return reader(files, counts)
