@@ -479,13 +479,12 @@ def test_same_masks_as_the_reference_rules_given_the_same_draws(whole_word):
             starts = [group[0] for group in rules.candidate_groups(tokens)]
             row_keys = np.ones(length)
             row_keys[starts] = keys[row, :len(starts)]
-        u_mask, u_keep, row_random = np.ones(length), np.ones(length), np.zeros(length, np.int32)
+        row_u, row_random = np.ones(length, np.float32), np.zeros(length, np.int32)
         count = int(out["masked_lm_weights"][row].sum())
         slots = out["masked_lm_positions"][row, :count]
-        u_mask[slots] = values[row, :count]
-        u_keep[slots] = np.where(values[row, :count] < 0.9, 0.0, 1.0)
+        row_u[slots] = values[row, :count]
         row_random[slots] = random_ids[row, :count]
-        expected_ids, positions, labels = rules.mask_sequence(tokens, MaskDraws(row_keys, u_mask, u_keep, row_random))
+        expected_ids, positions, labels = rules.mask_sequence(tokens, MaskDraws(row_keys, row_u, row_random))
         assert positions == slots.tolist(), row
         assert labels == out["masked_lm_ids"][row, :count].tolist()
         assert expected_ids == out["input_word_ids"][row, :length].tolist()
