@@ -14,6 +14,7 @@ each shard.
 
 import collections
 import dataclasses
+import gc
 import multiprocessing
 import os
 import time
@@ -96,8 +97,12 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
     vocab = Vocabulary.from_tokenizer(tokenizer)
     statistics = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
     start = time.time()
-    # fork: workers need only numpy and this package's numpy code; they never call TensorFlow.
-    pool = multiprocessing.get_context("fork").Pool(num_workers) if num_workers > 0 else None
+    pool = None
+    if num_workers > 0:
+        # fork: workers need only numpy and this package's numpy code; they never call TensorFlow. gc.freeze keeps
+        # the workers' garbage collector off the inherited objects, so their pages stay shared, not copied.
+        gc.freeze()
+        pool = multiprocessing.get_context("fork").Pool(num_workers)
     bar = tqdm(desc="documents", unit=" doc", disable=not progress, mininterval=1.0)
     num_shards = 0
     try:
@@ -130,6 +135,7 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
         if pool is not None:
             pool.terminate()
             pool.join()
+            gc.unfreeze()
     summary = RunSummary(counts, statistics, list(output_files), records_per_file, time.time() - start, num_shards)
     for line in summary.summary_lines(options.masked_lm_prob):
         logging.info(line)

@@ -12,6 +12,8 @@ A map entry is a message { string key = 1; Feature value = 2; }. Packed int64 va
 little-endian float32. The bytes parse to the same Example that protobuf builds (tests check it).
 """
 
+import functools
+
 import numpy as np
 
 _LEN = 2  # wire type of length-delimited fields
@@ -40,18 +42,27 @@ def _varint_rows(values):
     largest = int(values.max()) if values.size else 0
     if largest < 0x80:  # one byte a value: the common case of masks, segment ids and labels
         return values.astype(np.uint8).tobytes(), np.arange(1, num_rows + 1) * length
-    values = values.astype(np.uint64).ravel()
-    num_bytes = np.ones(values.shape, np.int64)
-    for k in range(1, (largest.bit_length() + 6) // 7):
-        num_bytes += values >= (1 << (7 * k))
-    offsets = np.cumsum(num_bytes) - num_bytes
-    out = np.empty(int(num_bytes.sum()), np.uint8)
-    for k in range(int(num_bytes.max())):
-        has = num_bytes > k
-        byte = (values[has] >> np.uint64(7 * k)) & np.uint64(0x7F)
-        continued = num_bytes[has] > k + 1
-        out[offsets[has] + k] = (byte | (continued.astype(np.uint64) << np.uint64(7))).astype(np.uint8)
-    return out.tobytes(), np.cumsum(num_bytes.reshape(num_rows, length).sum(axis=1))
+    if largest < _TABLE_LIMIT:  # ids and positions: look their bytes up
+        table, table_lengths = _varint_table(1 << max(largest.bit_length(), 8))
+        num_bytes = table_lengths[values]
+        encoded = table[values]                                            # [N, L, 3]
+        blob = encoded[np.arange(3) < num_bytes[..., None]].tobytes()      # row-major: rows one after the other
+        return blob, np.cumsum(num_bytes.sum(axis=1, dtype=np.int64))
+    rows = [b"".join(varint(int(v)) for v in row) for row in values]
+    return b"".join(rows), np.cumsum([len(r) for r in rows])
+
+
+_TABLE_LIMIT = 1 << 21  # values below this take at most 3 varint bytes
+
+
+@functools.lru_cache(maxsize=None)
+def _varint_table(size):
+    """The varint bytes (zero-padded to 3) and byte counts of 0 .. size - 1."""
+    values = np.arange(size, dtype=np.uint32)
+    lengths = (1 + (values >= 1 << 7) + (values >= 1 << 14)).astype(np.uint8)
+    table = np.stack([values & 0x7F, (values >> 7) & 0x7F, (values >> 14) & 0x7F], axis=1)
+    table |= (np.arange(3)[None, :] < lengths[:, None] - 1).astype(np.uint32) << 7
+    return table.astype(np.uint8), lengths
 
 
 def _float_rows(values):
