@@ -58,7 +58,8 @@ class TrainingCheckpoint:
     def __init__(self, directory, model, optimizer, step, phase, iterator, max_to_keep=5):
         self.step, self.phase = step, phase
         # Dropout draws from Keras seed-generator states, which the model's checkpoint does not hold.
-        rng = {v.path.replace("/", "."): v for v in model.non_trainable_variables if "seed_generator" in v.path}
+        rng = {f"generator_{i}": v for i, v in enumerate(
+            v for v in model.non_trainable_variables if "seed_generator" in v.path)}
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, phase=phase,
                                               iterator=iterator, dropout_rng=rng)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep,
@@ -92,9 +93,9 @@ def restore_model_weights(model, init_checkpoint):
             else init_checkpoint)
     try:
         keys = {name for name, _ in tf.train.list_variables(path)}
-    except (tf.errors.NotFoundError, ValueError) as e:
-        raise ValueError(f"--init_checkpoint={init_checkpoint} cannot be read ({e}): pass a directory written by "
-                         f"bert-convert or bert-pretrain.") from None
+    except (tf.errors.OpError, ValueError):
+        raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (TensorFlow cannot read it "
+                         f"as one): pass a directory written by bert-convert or bert-pretrain.") from None
     if "_CHECKPOINTABLE_OBJECT_GRAPH" not in keys or not any(k.startswith("model/") for k in keys):
         raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (no `model` object): "
                          f"convert a released TF1 or HF checkpoint first with `bert-convert --from tf1|hf`.")

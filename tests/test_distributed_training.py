@@ -1,0 +1,136 @@
+"""MirroredStrategy over two logical CPUs and MultiWorkerMirroredStrategy with two worker processes give the same
+weights as one device with the same global batch (dropout 0; every record has all its predictions, so the
+per-replica masked-LM loss of half a batch averages to the loss of the whole batch)."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import yaml
+
+from bert_tf.checkpoints.model_dir import load_pretrainer
+from bert_tf.training.pretraining import run_pretraining
+from bert_tf.training.recipe import load_recipe
+from bert_tf.training.training_log import read_history
+from pretraining_records import write_records, write_vocab
+
+SEQ, PRED, STEPS = 16, 4, 12
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    root = tmp_path_factory.mktemp("distributed")
+    train = write_records(root / "train.tfrecord", 128, SEQ, PRED, seed=0, full_predictions=True)
+    recipe = {
+        "name": "distributed_test",
+        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                  "max_position_embeddings": SEQ, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+        "vocab_file": write_vocab(root / "vocab.txt"), "train_batch_size": 8, "num_train_steps": STEPS,
+        "num_warmup_steps": 2, "learning_rate": 5e-3, "save_checkpoints_steps": STEPS, "iterations_per_loop": 4,
+        # One record per shuffle buffer: the two workers' halves of a global batch are then exactly the records of
+        # the one-device batch (worker i reads every 2nd record of the single file).
+        "shuffle_buffer": 1, "max_micro_batch_size": 2,
+        "phases": [{"name": "seq16", "num_steps": STEPS, "max_seq_length": SEQ, "max_predictions_per_seq": PRED,
+                    "input_file": train}]}
+    path = root / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    reference = str(root / "one_device")
+    run_pretraining(load_recipe(str(path)), reference, peak_tflops=1.0)
+    return {"root": root, "recipe": str(path), "reference": reference}
+
+
+def assert_same_weights(model_dir, reference):
+    expected = {v.path: v.numpy() for v in load_pretrainer(reference).trainable_variables}
+    got = {v.path: v.numpy() for v in load_pretrainer(model_dir).trainable_variables}
+    assert got.keys() == expected.keys()
+    for path, value in expected.items():
+        np.testing.assert_allclose(got[path], value, rtol=1e-5, atol=1e-5, err_msg=path)
+    # The logged metrics too: losses, and the norm of the averaged gradient (catches a sum instead of a mean).
+    expected_rows, rows = (read_history(os.path.join(d, "train_metrics.jsonl")) for d in (reference, model_dir))
+    assert [r["step"] for r in rows] == [r["step"] for r in expected_rows] == [4, 8, 12]
+    for row, expected_row in zip(rows, expected_rows):
+        for name in ("loss", "masked_lm_loss", "next_sentence_accuracy", "grad_norm", "learning_rate"):
+            np.testing.assert_allclose(row[name], expected_row[name], rtol=1e-5, err_msg=name)
+
+
+def test_mirrored_two_logical_cpus_equals_one_device(setup):
+    model_dir = str(setup["root"] / "mirrored")
+    script = textwrap.dedent(f"""
+        import tensorflow as tf
+        from absl import logging
+        logging.set_verbosity(logging.INFO)
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+        from bert_tf.training.pretraining import run_pretraining
+        from bert_tf.training.recipe import load_recipe
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        result = run_pretraining(load_recipe({setup['recipe']!r}), {model_dir!r}, strategy=strategy, peak_tflops=1.0)
+        print("REPLICAS", strategy.num_replicas_in_sync, "STEP", result.step)
+
+        # Probe: with a huge epsilon the update is linear in the gradient, so a second cross-replica sum shows.
+        import keras
+        from bert_tf.training.adam_weight_decay import AdamWeightDecay
+        for aggregate in (False, True):
+            with strategy.scope():
+                probe = keras.Variable(tf.zeros([3]), name="probe")
+                optimizer = AdamWeightDecay(learning_rate=1.0, weight_decay_rate=0.0, epsilon=1e3,
+                                            aggregate_gradients=aggregate)
+                optimizer.build([probe])
+            strategy.run(tf.function(lambda: optimizer.apply([tf.ones([3])], [probe])))
+            print("PROBE", aggregate, float(probe.numpy()[0]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "REPLICAS 2 STEP 12" in done.stdout
+    # The optimizer of the loop applies the already-averaged gradient (1.0) as is; Keras' default sums it again.
+    probes = dict(line.split()[1:] for line in done.stdout.splitlines() if line.startswith("PROBE"))
+    np.testing.assert_allclose(float(probes["False"]), -0.1 / (0.001 ** 0.5 + 1e3), rtol=1e-5)
+    np.testing.assert_allclose(float(probes["True"]), -0.2 / (0.004 ** 0.5 + 1e3), rtol=1e-5)
+    # 8 sequences = 2 replicas x 2 micro-batches x 2 sequences.
+    assert "global batch 8 = 2 replica(s) x 2 micro-batch(es) x 2 sequences" in done.stderr
+    assert_same_weights(model_dir, setup["reference"])
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.mark.slow
+def test_multi_worker_two_processes_equals_one_device(setup):
+    model_dir = str(setup["root"] / "multi_worker")
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
+    workers = []
+    for index in range(2):
+        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+                   TF_CPP_MIN_LOG_LEVEL="2")
+        workers.append(subprocess.Popen(
+            [sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={setup['recipe']}", f"--model_dir={model_dir}",
+             "--strategy=multi_worker", "--peak_tflops=1"],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = []
+    try:
+        for worker in workers:
+            outputs.append(worker.communicate(timeout=240))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    for worker, (_, stderr) in zip(workers, outputs):
+        assert worker.returncode == 0, stderr[-3000:]
+    assert "num_replicas=2, local_replicas=1, num_pipelines=2, pipeline_id=1" in outputs[1][1]
+    # Each worker keeps its own checkpoints (its own input iterator): the chief in model_dir.
+    assert os.path.exists(os.path.join(model_dir, "ckpt-12.index"))
+    assert os.path.exists(os.path.join(model_dir, "workers", "worker_1", "ckpt-12.index"))
+    assert_same_weights(model_dir, setup["reference"])

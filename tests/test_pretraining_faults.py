@@ -1,0 +1,103 @@
+"""run_pretraining on real TFRecords, in process: NaN guard, a failed save, exact resume, --init_checkpoint."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.checkpoints.model_dir import load_pretrainer
+from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
+from bert_tf.training.recipe import Recipe
+from bert_tf.training.training_log import read_history
+from pretraining_records import write_records, write_vocab
+
+SEQ, PRED = 16, 4
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("records")
+    return {"train": write_records(root / "train.tfrecord", 256, SEQ, PRED, seed=0),
+            "eval": write_records(root / "eval.tfrecord", 32, SEQ, PRED, seed=1),
+            "vocab": write_vocab(root / "vocab.txt")}
+
+
+def tiny_recipe(data, **overrides):
+    recipe = Recipe.from_dict({
+        "name": "tiny_test",
+        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                  "max_position_embeddings": SEQ},
+        "vocab_file": data["vocab"], "train_batch_size": 8, "num_train_steps": 20, "num_warmup_steps": 2,
+        "learning_rate": 5e-3, "save_checkpoints_steps": 10, "iterations_per_loop": 5,
+        "phases": [{"name": "seq16", "num_steps": 20, "max_seq_length": SEQ, "max_predictions_per_seq": PRED,
+                    "input_file": data["train"]}],
+        "eval": {"eval_batch_size": 8, "max_eval_steps": 2}})
+    return recipe.with_overrides(**overrides)
+
+
+def weights(model_dir):
+    return {v.path: v.numpy() for v in load_pretrainer(model_dir).trainable_variables}
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path):
+    model_dir = str(tmp_path / "run")
+    run_pretraining(tiny_recipe(data, num_train_steps=10), model_dir, peak_tflops=1.0)
+    good = weights(model_dir)
+    with pytest.raises(NonFiniteLossError, match=r"The training loss became (nan|inf) at step 1[01] \(phase seq16\);"
+                                                 r" stopped without saving: the latest checkpoint is still ckpt-10"):
+        run_pretraining(tiny_recipe(data, learning_rate=1e30), model_dir, peak_tflops=1.0)
+    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-10")
+    assert not [f for f in os.listdir(model_dir) if f.startswith("ckpt-2")]
+    restored = weights(model_dir)
+    for path, value in good.items():
+        np.testing.assert_array_equal(restored[path], value)
+
+
+def test_failed_save_keeps_the_previous_checkpoint_and_resume_is_exact(data, tmp_path):
+    clean_dir = str(tmp_path / "clean")
+    result = run_pretraining(tiny_recipe(data, eval_input_file=data["eval"]), clean_dir, peak_tflops=1.0)
+    assert result.completed and result.step == 20 and result.checkpoint.endswith("ckpt-20")
+    assert set(result.eval_results) == {"masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
+                                        "next_sentence_loss", "loss", "eval_batches"}
+
+    # A directory where the second checkpoint's index file goes: that save fails half-way, as a crash would.
+    broken_dir = str(tmp_path / "broken")
+    os.makedirs(os.path.join(broken_dir, "ckpt-20.index"))
+    with pytest.raises(Exception):
+        run_pretraining(tiny_recipe(data), broken_dir, peak_tflops=1.0)
+    assert tf.train.latest_checkpoint(broken_dir).endswith("ckpt-10")
+    os.rmdir(os.path.join(broken_dir, "ckpt-20.index"))
+    resumed = run_pretraining(tiny_recipe(data), broken_dir, peak_tflops=1.0)
+    assert resumed.step == 20
+    expected, got = weights(clean_dir), weights(broken_dir)
+    for path, value in expected.items():
+        np.testing.assert_allclose(got[path], value, rtol=1e-6, atol=1e-7, err_msg=path)
+    # The history was cut back to the restored step, then continued: one row per loop, no duplicates.
+    assert [r["step"] for r in read_history(os.path.join(broken_dir, "train_metrics.jsonl"))] == [5, 10, 15, 20]
+
+
+def test_init_checkpoint_loads_the_weights_only(data, tmp_path):
+    source = str(tmp_path / "source")
+    run_pretraining(tiny_recipe(data, num_train_steps=10), source, peak_tflops=1.0)
+    target = str(tmp_path / "target")
+    # One step at learning rate 0 (step 0 of the warmup): the weights stay those of the source.
+    result = run_pretraining(tiny_recipe(data, num_train_steps=1, num_warmup_steps=1, init_checkpoint=source),
+                             target, peak_tflops=1.0)
+    assert result.step == 1  # a fresh step counter, not the source's 10
+    source_weights, target_weights = weights(source), weights(target)
+    for path, value in source_weights.items():
+        np.testing.assert_array_equal(target_weights[path], value)
+    with pytest.raises(ValueError, match=r"is not a bert_tf checkpoint"):
+        run_pretraining(tiny_recipe(data, init_checkpoint=data["train"]), str(tmp_path / "bad"), peak_tflops=1.0)
+
+
+def test_dynamic_masking_without_next_sentence(data, tmp_path):
+    """RoBERTa-style options together: masks drawn per batch from the records' tokens, masked-LM loss only."""
+    model_dir = str(tmp_path / "roberta")
+    result = run_pretraining(tiny_recipe(data, num_train_steps=10, dynamic_masking=True, use_next_sentence=False,
+                                         eval_input_file=data["eval"]), model_dir, peak_tflops=1.0)
+    assert result.completed
+    assert "next_sentence_loss" not in result.last_metrics and np.isfinite(result.last_metrics["loss"])
+    assert set(result.eval_results) == {"masked_lm_accuracy", "masked_lm_loss", "loss", "eval_batches"}
+    assert result.last_metrics["loss"] == pytest.approx(result.last_metrics["masked_lm_loss"])

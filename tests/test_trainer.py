@@ -1,0 +1,127 @@
+"""The training step and loop: gradient accumulation, the XLA-compiled multi-step loop, and the options."""
+
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.modeling.pretrainer import BertPretrainer
+from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.recipe import load_recipe
+from bert_tf.training.strategy import worker_layout
+from bert_tf.training.trainer import Trainer
+from pretraining_records import VOCAB_SIZE, feature_batches
+
+SEQ, PRED = 16, 4
+CONFIG = BertConfig(vocab_size=VOCAB_SIZE, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                    intermediate_size=32, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
+                    attention_probs_dropout_prob=0.0)
+
+
+def make_trainer(max_micro_batch_size=None, jit_compile=False, mixed_precision="float32", optimizer="adamw",
+                 use_next_sentence=True, config=CONFIG):
+    strategy = tf.distribute.get_strategy()
+    recipe = load_recipe("demo_cpu").with_overrides(num_train_steps=20, num_warmup_steps=2, learning_rate=5e-3,
+                                                    optimizer=optimizer, mixed_precision=mixed_precision)
+    keras.utils.set_random_seed(7)
+    dtype = None if mixed_precision == "float32" else mixed_precision
+    model = BertPretrainer(config, use_next_sentence=use_next_sentence, dtype=dtype)
+    return Trainer(strategy, worker_layout(strategy), model, create_optimizer(recipe), max_micro_batch_size,
+                   jit_compile)
+
+
+def stacked(batches):
+    return {k: tf.constant(np.stack([b[k] for b in batches])) for k in batches[0]}
+
+
+def run(trainer, batches):
+    """Runs len(batches) steps through the real loop function (a dataset iterator) and returns the weights."""
+    iterator = iter(tf.data.Dataset.from_tensor_slices(stacked(batches)))
+    sums, steps, finite, _ = trainer.train_loop(iterator, tf.constant(len(batches)))
+    assert int(steps) == len(batches) and bool(finite)
+    return [v.numpy() for v in trainer.model.trainable_variables], {k: float(v) / len(batches)
+                                                                    for k, v in sums.items()}
+
+
+def test_accumulated_micro_batches_equal_one_large_batch():
+    batches = feature_batches(3, 8, SEQ, PRED, seed=1)
+    whole = make_trainer()
+    assert whole.micro_batching(8) == (8, 1)
+    accumulated = make_trainer(max_micro_batch_size=2)
+    assert accumulated.micro_batching(8) == (2, 4)
+    weights_whole, metrics_whole = run(whole, batches)
+    weights_accumulated, metrics_accumulated = run(accumulated, batches)
+    for a, b in zip(weights_whole, weights_accumulated):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for name in metrics_whole:
+        np.testing.assert_allclose(metrics_accumulated[name], metrics_whole[name], rtol=1e-5, err_msg=name)
+    # The step moved the weights (the comparison is not of two untouched models).
+    assert max(np.abs(a - b).max() for a, b in zip(weights_whole, [v.numpy() for v in make_trainer()
+                                                                    .model.trainable_variables])) > 1e-3
+    with pytest.raises(ValueError, match=r"per-replica batch of 8 sequences does not split into micro-batches of "
+                                         r"max_micro_batch_size=3"):
+        make_trainer(max_micro_batch_size=3).micro_batching(8)
+
+
+def test_whole_multi_step_loop_compiles_with_xla():
+    """The loop function (tf.range over steps, per-replica split, forward, backward, accumulation, all-reduce,
+    clipping, optimizer update, metric reduction) compiled as ONE XLA program at fixed shapes, as TPUStrategy
+    compiles it; only the host's dataset iterator is left out (the batches come in as one tensor)."""
+    batches = feature_batches(3, 8, SEQ, PRED, seed=2)
+    reference_weights, reference_metrics = run(make_trainer(max_micro_batch_size=4), batches)
+    trainer = make_trainer(max_micro_batch_size=4)
+    data = stacked(batches)
+    loop = tf.function(lambda d: trainer.run_steps(lambda i: {k: v[i] for k, v in d.items()}, 3), jit_compile=True)
+    hlo = loop.experimental_get_compiler_ir(data)(stage="hlo")  # raises if any op cannot be compiled
+    assert "while" in hlo
+    sums, steps, finite, _ = loop(data)
+    assert int(steps) == 3 and bool(finite)
+    for a, b in zip(reference_weights, trainer.model.trainable_variables):
+        np.testing.assert_allclose(b.numpy(), a, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(float(sums["loss"]) / 3, reference_metrics["loss"], rtol=1e-5)
+
+
+def test_jit_compile_option_gives_the_same_steps():
+    batches = feature_batches(2, 8, SEQ, PRED, seed=3)
+    plain, _ = run(make_trainer(), batches)
+    compiled, _ = run(make_trainer(jit_compile=True), batches)
+    for a, b in zip(plain, compiled):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("options", [
+    {"optimizer": "lamb"}, {"mixed_precision": "mixed_bfloat16"}, {"mixed_precision": "mixed_float16"},
+    {"use_next_sentence": False}])
+def test_options_train(options):
+    batches = feature_batches(6, 8, SEQ, PRED, seed=4)
+    trainer = make_trainer(**options)
+    before = {v.path: v.numpy() for v in trainer.model.trainable_variables}
+    _, first = run(trainer, batches[:1] * 3)
+    weights, later = run(trainer, batches[:1] * 3)
+    assert np.isfinite(later["loss"]) and later["loss"] < first["loss"]  # the same batch, learned
+    changed = {v.path for v in trainer.model.trainable_variables if not np.array_equal(v.numpy(), before[v.path])}
+    if options.get("use_next_sentence") is False:
+        assert "next_sentence_loss" not in later
+        assert not any(p.startswith(("bert/pooler", "cls/seq_relationship")) for p in changed)
+        assert len(changed) == len(before) - 4
+    else:
+        assert len(changed) == len(before)
+    if options.get("mixed_precision") == "mixed_float16":
+        assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
+        assert trainer.model.encoder.compute_dtype == "float16"
+        assert int(trainer.optimizer.iterations.numpy()) == 6  # no step skipped for overflow at this scale
+
+
+def test_metrics_are_the_original_losses():
+    batches = feature_batches(1, 8, SEQ, PRED, seed=5)
+    trainer = make_trainer()
+    features = {k: tf.constant(v) for k, v in batches[0].items()}
+    expected = trainer.model.compute_losses(trainer.model(features, training=False), features)
+    _, metrics = run(trainer, batches)
+    for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "next_sentence_accuracy"):
+        np.testing.assert_allclose(metrics[name], float(expected[name]), rtol=1e-5, err_msg=name)
+    assert metrics["learning_rate"] == 0.0  # step 0 of the warmup
+    assert metrics["grad_norm"] > 0
