@@ -1,0 +1,71 @@
+"""bert-inspect-data: show what pre-training records hold.
+
+Prints the first instances as text ("[CLS] in the {[MASK]|beginning} god ... [SEP]": each predicted position as
+{what the model sees|the label}), checks every record against the original layout, prints the statistics
+(NSP ratio, mask rate, [MASK]/random/kept split, lengths) and writes a PNG of the length histogram and masking split.
+
+  bert-inspect-data --input_file='data/train.tfrecord*' --vocab_file=vocab.txt --plot_file=data/train.png
+"""
+
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Records to inspect: comma-separated files and globs.")
+flags.DEFINE_string("vocab_file", None, "The vocab the records were made with (to show tokens).")
+flags.DEFINE_integer("num_examples", 5, "Instances to print as text.")
+flags.DEFINE_integer("max_records", None, "Read at most this many records for the statistics (default: all).")
+flags.DEFINE_string("plot_file", None, "Where to write the PNG (default: no plot).")
+
+
+def main(argv):
+    del argv
+    from bert_tf.records.inspection import check_layout, describe_instance, plot_statistics, statistics_of
+    from bert_tf.records.reader import infer_layout, read_records
+    from bert_tf.text.corpus import expand_input_files
+    from bert_tf.text.vocab import check_vocab, load_vocab
+
+    try:
+        files = expand_input_files(FLAGS.input_file)
+        vocab = load_vocab(FLAGS.vocab_file)
+        check_vocab(vocab, f"vocab_file {FLAGS.vocab_file!r}")
+        layout = infer_layout(files[0])
+    except (ValueError, FileNotFoundError) as e:
+        sys.exit(f"bert-inspect-data: error: {e}")
+    cls_id, sep_id, mask_id = (vocab.index(t) for t in ("[CLS]", "[SEP]", "[MASK]"))
+    print(f"{len(files)} file(s), {layout.names} feature names, max_seq_length {layout.max_seq_length}, "
+          f"max_predictions_per_seq {layout.max_predictions_per_seq}\n")
+
+    problems = {}
+    printed = 0
+
+    def batches():
+        nonlocal printed
+        for batch in read_records(files, layout, max_records=FLAGS.max_records):
+            for i in range(min(FLAGS.num_examples - printed, len(batch["input_ids"]))):
+                print(f"instance {printed}: " + describe_instance({k: v[i] for k, v in batch.items()}, vocab) + "\n")
+                printed += 1
+            for rule, count in check_layout(batch, cls_id, sep_id).items():
+                problems[rule] = problems.get(rule, 0) + count
+            yield batch
+
+    stats = statistics_of(batches(), layout, mask_id)
+    bad = {rule: count for rule, count in problems.items() if count}
+    print(f"layout checks: {'all passed' if not bad else bad} ({stats.instances} records)")
+    print("\n".join(stats.summary_lines()))
+    if FLAGS.plot_file:
+        plot_statistics(stats, FLAGS.plot_file)
+        print(f"wrote {FLAGS.plot_file}")
+    if bad:
+        sys.exit(1)
+
+
+def run():
+    flags.mark_flags_as_required(["input_file", "vocab_file"])
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,54 @@
+"""bert-vocab: learn a WordPiece vocab from text with tensorflow-text's bert_vocab_from_dataset.
+
+The special tokens [PAD] (id 0), [UNK], [CLS], [SEP], [MASK] always come first. Examples:
+
+  bert-vocab --input_file='corpus/*.txt' --vocab_size=30522 --output_file=vocab.txt
+  bert-vocab --input_format=bible --vocab_size=8000 --output_file=bible_vocab.txt
+"""
+
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None, "Text to learn from: comma-separated files and globs.")
+flags.DEFINE_enum("input_format", "sentences", ["sentences", "text", "bible"],
+                  "sentences: one sentence per line (the pre-training input format); text: raw text files; "
+                  "bible: the embedded World English Bible (no --input_file).")
+flags.DEFINE_integer("vocab_size", 30522, "Target vocab size, special tokens included (the learner may return "
+                                          "up to 5% fewer).")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents first (an uncased vocab).")
+flags.DEFINE_string("output_file", None, "Where to write the vocab, one token per line.")
+
+
+def main(argv):
+    del argv
+    from bert_tf.text.corpus import CorpusCounts, read_documents
+    from bert_tf.text.vocab import learn_vocab, write_vocab
+
+    try:
+        counts = CorpusCounts()
+        if FLAGS.input_format == "bible":
+            from bert_tf.text.bible import read_bible_documents
+            documents = read_bible_documents(counts)
+        elif not FLAGS.input_file:
+            raise ValueError(f"--input_file is required with --input_format={FLAGS.input_format}.")
+        else:
+            documents = read_documents(FLAGS.input_file, FLAGS.input_format, counts)
+        sentences = (sentence for document in documents for sentence in document)
+        tokens = learn_vocab(sentences, FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case)
+        write_vocab(tokens, FLAGS.output_file)
+    except (ValueError, FileNotFoundError, ModuleNotFoundError) as e:
+        sys.exit(f"bert-vocab: error: {e}")
+    print(f"wrote {len(tokens)} tokens to {FLAGS.output_file} (learned from {counts.lines} lines of "
+          f"{counts.files} input(s); {counts.undecodable_lines} with undecodable bytes)", flush=True)
+
+
+def run():
+    flags.mark_flags_as_required(["output_file"])
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,100 @@
+"""Looking into records of the original format: instances as text, layout checks, statistics and a plot.
+
+Used by bert-inspect-data; works on the numpy batches of `reader.read_records` (v1 names).
+"""
+
+import numpy as np
+
+from bert_tf.instances.statistics import InstanceStatistics
+
+
+def describe_instance(record, vocab):
+    """One record as text: [CLS] A [SEP] B [SEP] with each predicted position shown as {shown|label}.
+
+    Example:
+    >>> print(describe_instance(record, vocab))
+    next_sentence_label: 1 (random next), length 12, 2 predictions
+    [CLS] in the {[MASK]|beginning} god created [SEP] and the {dog|earth} was [SEP]
+    """
+    length = int(record["input_mask"].sum())
+    ids = record["input_ids"][:length]
+    count = int(record["masked_lm_weights"].sum())
+    labels = dict(zip(record["masked_lm_positions"][:count].tolist(), record["masked_lm_ids"][:count].tolist()))
+    words = []
+    for position, token_id in enumerate(ids.tolist()):
+        token = vocab[token_id]
+        if position in labels:
+            token = f"{{{token}|{vocab[labels[position]]}}}"
+        words.append(token)
+    label = int(record["next_sentence_labels"][0])
+    return (f"next_sentence_label: {label} ({'random next' if label else 'actual next'}), length {length}, "
+            f"{count} predictions\n" + " ".join(words))
+
+
+def check_layout(batch, cls_id, sep_id):
+    """Counts of records that break the original layout, by rule (all zero for well-formed data)."""
+    ids, mask, segments = batch["input_ids"], batch["input_mask"], batch["segment_ids"]
+    positions, labels, weights = batch["masked_lm_positions"], batch["masked_lm_ids"], batch["masked_lm_weights"]
+    num_rows, seq_len = ids.shape
+    col = np.arange(seq_len)[None, :]
+    lengths = mask.sum(axis=1)
+    real = col < lengths[:, None]
+    counts = weights.sum(axis=1).astype(np.int64)
+    slots = np.arange(positions.shape[1])[None, :] < counts[:, None]
+    # A predicted position may show any vocab token (the random 10%, [CLS] and [SEP] included): the layout is
+    # checked on the other positions and on the labels.
+    predicted = np.zeros_like(real)
+    np.put_along_axis(predicted, np.where(slots, positions, 0), slots, axis=1)
+    predicted[:, 0] = False
+    sep = (ids == sep_id) & real & ~predicted
+    first_sep = np.argmax(sep, axis=1)
+    segment_expected = (col > first_sep[:, None]) & real
+    return {
+        "input_mask not 1...1 0...0": int(np.sum(np.any(mask != real, axis=1))),
+        "padding ids not 0": int(np.sum(np.any((ids != 0) & ~real, axis=1))),
+        "not [CLS] first": int(np.sum(ids[:, 0] != cls_id)),
+        "not exactly two [SEP], one last": int(np.sum((sep.sum(axis=1) != 2) | (ids[np.arange(num_rows),
+                                                                               lengths - 1] != sep_id))),
+        "segment_ids not 0 for [CLS] A [SEP], 1 for B [SEP]": int(np.sum(np.any(segments != segment_expected,
+                                                                                axis=1))),
+        "weights not 1...1 0...0": int(np.sum(np.any(weights != slots, axis=1))),
+        "positions not increasing": int(np.sum(np.any((np.diff(positions, axis=1) <= 0) & slots[:, 1:], axis=1))),
+        "position outside the tokens": int(np.sum(np.any(slots & ((positions < 1) | (positions >= lengths[:, None])),
+                                                         axis=1))),
+        "[CLS] or [SEP] predicted": int(np.sum(np.any(slots & ((labels == cls_id) | (labels == sep_id)), axis=1))),
+        "padding predictions not 0": int(np.sum(np.any(~slots & ((positions != 0) | (labels != 0)), axis=1))),
+    }
+
+
+def statistics_of(batches, layout, mask_id):
+    """`InstanceStatistics` of record batches."""
+    stats = InstanceStatistics(layout.max_seq_length, layout.max_predictions_per_seq)
+    for batch in batches:
+        stats.add(batch["input_mask"].sum(axis=1), batch["input_ids"], batch["masked_lm_positions"],
+                  batch["masked_lm_ids"], batch["masked_lm_weights"].sum(axis=1).astype(np.int64),
+                  batch["next_sentence_labels"][:, 0], None, mask_id)
+    return stats
+
+
+def plot_statistics(stats, path, title=""):
+    """A PNG with the length histogram, predictions per instance and the [MASK]/random/kept split."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
+    axes[0].bar(np.arange(len(stats.length_histogram)), stats.length_histogram, width=1.0)
+    axes[0].set(title="instance length (tokens, specials included)", xlabel="length", ylabel="instances",
+                yscale="log")
+    axes[1].bar(np.arange(len(stats.predictions_histogram)), stats.predictions_histogram)
+    axes[1].set(title="masked LM predictions per instance", xlabel="predictions", ylabel="instances")
+    split = [stats.masked, stats.replaced, stats.kept]
+    total = max(sum(split), 1)
+    bars = axes[2].bar(["[MASK]", "random token", "kept"], [100 * v / total for v in split])
+    axes[2].bar_label(bars, fmt="%.1f%%")
+    axes[2].set(title="what a predicted position shows", ylabel="% of predictions", ylim=(0, 100))
+    figure.suptitle(title or f"{stats.instances} instances, {stats.random_next / max(stats.instances, 1):.1%} "
+                             f"random next")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
