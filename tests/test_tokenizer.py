@@ -1,0 +1,137 @@
+"""The WordPiece tokenizer gives the original tokenizer's ids; vocab checks; vocab learning."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf.text.normalization import normalize
+from bert_tf.text.tokenizer import FullTokenizer
+from bert_tf.text.vocab import SPECIAL_TOKENS, check_vocab, learn_vocab, load_vocab, write_vocab
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(uncased_vocab):
+    return FullTokenizer(uncased_vocab, do_lower_case=True)
+
+
+def rows(ids, row_splits):
+    return [ids[a:b].tolist() for a, b in zip(row_splits[:-1], row_splits[1:])]
+
+
+def test_ids_equal_the_original_tokenizer_on_the_reference_fixture(tokenizer):
+    # tools/make_tokenizer_fixture.py: Bible verses, Kougo lines, tricky text and 12k code points, tokenized by the
+    # Python port of the original tokenization.py.
+    data = np.load(os.path.join(FIXTURES, "tokenizer_reference.npz"))
+    texts = [str(t) for t in data["texts"]]
+    assert len(texts) == 478 and data["row_splits"][-1] == 33020
+    ids, row_splits = tokenizer.tokenize_to_ids(texts)
+    got, want = rows(ids, row_splits), rows(data["ids"], data["row_splits"])
+    mismatches = [(texts[i][:60], tokenizer.convert_ids_to_tokens(g)[:12], tokenizer.convert_ids_to_tokens(w)[:12])
+                  for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not mismatches, mismatches[:5]
+
+
+def test_ids_equal_the_convert_fixture_when_present(tokenizer):
+    path = os.path.join(FIXTURES, "minilm_reference.npz")
+    if not os.path.exists(path):
+        pytest.skip("tests/fixtures/minilm_reference.npz (tools/make_minilm_fixture.py) is not written yet")
+    data = np.load(path)
+    sentences = [str(s) for s in data["sentences"]]
+    reference = data["input_ids"] if "input_ids" in data else data["ids"]
+    mask = data["attention_mask"] if "attention_mask" in data else reference != 0
+    ids, row_splits = tokenizer.tokenize_to_ids(sentences)
+    for i, got in enumerate(rows(ids, row_splits)):
+        want = [int(t) for t, m in zip(reference[i], mask[i]) if m]
+        if want and want[0] == tokenizer.cls_id:
+            want = want[1:-1]  # [CLS] ... [SEP] around one sentence
+        assert got[:len(want)] == want, sentences[i]
+
+
+def test_the_original_normalization_not_tensorflow_texts():
+    # Control characters are deleted (words join), compatibility characters and "ß" are kept, CJK is spaced.
+    assert normalize("Con\x00trol\u200b Straße ﬁ ＡＢ 中文 Café\u00a0x\u2028y") == "control straße ﬁ ａｂ  中  文  cafe x y"
+    assert normalize("Café ÉTÉ", do_lower_case=False) == "Café ÉTÉ"
+
+
+def test_cased_tokenizer_keeps_case_and_accents(uncased_vocab):
+    cased = FullTokenizer(uncased_vocab, do_lower_case=False)
+    # The uncased vocab has no capitals: they become [UNK]; accents are not stripped either.
+    assert cased.tokenize("The café") == ["[UNK]", "[UNK]"]
+    assert FullTokenizer(uncased_vocab).tokenize("The café") == ["the", "cafe"]
+
+
+def test_words_longer_than_100_characters_are_unknown(tokenizer):
+    hundred = tokenizer.tokenize("a" * 100 + " b")
+    assert "[UNK]" not in hundred and hundred[-1] == "b" and len(hundred) > 2
+    assert tokenizer.tokenize("a" * 101 + " b") == ["[UNK]", "b"]
+    assert tokenizer.tokenize("é" * 101 + ", ok") == ["[UNK]", ",", "ok"]
+    assert tokenizer.tokenize("x" * 150 + "." + "y" * 3) == ["[UNK]", ".", "y", "##y", "##y"]
+
+
+def test_tokenize_to_ids_batches_and_empty_texts(tokenizer):
+    ids, row_splits = tokenizer.tokenize_to_ids(["Hello world.", "", "\x00", "Hi"])
+    assert ids.dtype == np.int32 and row_splits.tolist() == [0, 3, 3, 3, 4]
+    assert ids.tolist() == [7592, 2088, 1012, 7632]
+    assert tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]"]) == [101, 102, 103, 0, 100]
+
+
+@pytest.mark.parametrize("missing", SPECIAL_TOKENS)
+def test_vocab_without_a_special_token_is_rejected(tmp_path, missing):
+    tokens = [t for t in SPECIAL_TOKENS if t != missing] + ["the", "cat"]
+    if missing == "[PAD]":
+        tokens = ["the"] + tokens
+    path = tmp_path / "vocab.txt"
+    write_vocab(tokens, path)
+    with pytest.raises(ValueError, match=re.escape(f"lacks the special token(s) ['{missing}']")) as error:
+        FullTokenizer(str(path))
+    assert str(path) in str(error.value) and "bert-vocab" in str(error.value)
+
+
+def test_vocab_problems_are_named(tmp_path):
+    with pytest.raises(ValueError, match="at id 0, not \\[PAD\\]"):
+        check_vocab(["[UNK]", "[PAD]", "[CLS]", "[SEP]", "[MASK]"])
+    with pytest.raises(ValueError, match="lists the token 'cat' twice"):
+        check_vocab(list(SPECIAL_TOKENS) + ["cat", "cat"])
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_vocab(tmp_path / "nope.txt")
+
+
+def test_load_vocab_strips_lines_like_the_original(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(b"[PAD]\r\n [UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")
+    assert load_vocab(path) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the"]
+
+
+def test_learned_vocab_has_the_specials_first_and_tokenizes_its_text(bible_csv):
+    sentences = ["The Lord is my shepherd; I shall lack nothing.", "He makes me lie down in green pastures.",
+                 "He leads me beside still waters.", "He restores my soul."] * 30
+    tokens = learn_vocab(sentences, vocab_size=120)
+    assert tokens[:5] == list(SPECIAL_TOKENS)
+    assert 40 < len(tokens) <= 120 and len(set(tokens)) == len(tokens)
+    learned = FullTokenizer(tokens)
+    ids, _ = learned.tokenize_to_ids(sentences[:4])
+    assert learned.unk_id not in ids.tolist()
+    assert learned.tokenize("He restores my soul.")[-1] == "."
+
+
+@pytest.mark.slow
+def test_bert_vocab_cli(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The Lord is my shepherd.\nHe restores my soul.\n\nJesus wept.\n" * 50, encoding="utf-8")
+    output = tmp_path / "vocab.txt"
+    bin_dir = os.path.dirname(sys.executable)
+    done = subprocess.run([os.path.join(bin_dir, "bert-vocab"), f"--input_file={corpus}", "--vocab_size=60",
+                           f"--output_file={output}"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    tokens = load_vocab(output)
+    assert tokens[:5] == list(SPECIAL_TOKENS) and "shepherd" in tokens
+    assert "wrote" in done.stdout
+    bad = subprocess.run([os.path.join(bin_dir, "bert-vocab"), f"--input_file={tmp_path}/missing*.txt",
+                          f"--output_file={output}"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "matches no file" in bad.stderr.strip().splitlines()[-1]
