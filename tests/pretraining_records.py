@@ -18,15 +18,17 @@ def write_vocab(path, size=VOCAB_SIZE):
 
 
 def make_instance(rng, seq, pred, full_predictions=False, vocab_size=VOCAB_SIZE):
-    """One record's values (v1 names). Each sentence is a run of one repeated word, so the masked words are
-    predictable from their neighbours and a model that learns shows it quickly.
+    """One record's values (v1 names). Each sentence is a run of one repeated word drawn from a Zipf-like
+    distribution, so the masked words are predictable from their frequency first, then from their neighbours, and
+    a model that learns shows it within a few dozen steps.
 
     With `full_predictions` every instance has exactly `pred` real predictions, so the masked-LM loss of a batch
     split in parts is the mean of the parts' losses (used to compare replicas and micro-batches exactly).
     """
     length = seq if full_predictions else int(rng.integers(max(pred + 3, seq // 2), seq + 1))
     split = int(rng.integers(2, length - 2))
-    word_a, word_b = rng.integers(FIRST_WORD_ID, vocab_size, 2)
+    ranks = np.arange(1, vocab_size - FIRST_WORD_ID + 1)
+    word_a, word_b = FIRST_WORD_ID + rng.choice(len(ranks), 2, p=(1 / ranks) / np.sum(1 / ranks))
     ids = np.zeros(seq, np.int64)
     ids[:length] = np.where(np.arange(length) < split, word_a, word_b)
     ids[0], ids[split], ids[length - 1] = 2, 3, 3

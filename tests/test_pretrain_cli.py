@@ -1,0 +1,169 @@
+"""`bert-pretrain` end to end in its own process: outputs, resume, and runs stopped by SIGTERM or SIGKILL that end
+with the same weights as an uninterrupted run."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import yaml
+
+from bert_tf.checkpoints.model_dir import load_pretrainer
+from bert_tf.inputs.pretraining_dataset import pretraining_dataset
+from bert_tf.training.evaluation import evaluate
+from bert_tf.training.pretraining import run_pretraining
+from bert_tf.training.recipe import load_recipe
+from bert_tf.training.training_log import read_history
+from pretraining_records import write_records, write_vocab
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    return {"root": root, "vocab": write_vocab(root / "vocab.txt"),
+            "seq16": write_records(root / "seq16.tfrecord", 256, 16, 4, seed=0),
+            "seq32": write_records(root / "seq32.tfrecord", 256, 32, 6, seed=1),
+            "eval": write_records(root / "eval.tfrecord", 64, 32, 6, seed=2)}
+
+
+def write_recipe(data, name, steps, save_every, dropout):
+    """Two phases (16 then 32 tokens), as the paper's recipe has (128 then 512)."""
+    recipe = {
+        "name": name,
+        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                  "max_position_embeddings": 32, "hidden_dropout_prob": dropout,
+                  "attention_probs_dropout_prob": dropout},
+        "train_batch_size": 8, "num_train_steps": sum(steps), "num_warmup_steps": 10, "learning_rate": 3e-3,
+        "save_checkpoints_steps": save_every, "iterations_per_loop": 10,
+        "phases": [{"name": "seq16", "num_steps": steps[0], "max_seq_length": 16, "max_predictions_per_seq": 4},
+                   {"name": "seq32", "num_steps": steps[1], "max_seq_length": 32, "max_predictions_per_seq": 6}]}
+    path = data["root"] / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+def cli(data, recipe, model_dir, *extra):
+    return [sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={recipe}", f"--model_dir={model_dir}",
+            f"--input_file={data['seq16']}", f"--input_file={data['seq32']}", f"--vocab_file={data['vocab']}",
+            "--peak_tflops=1", *extra]
+
+
+def weights(model_dir):
+    return {v.path: v.numpy() for v in load_pretrainer(model_dir).trainable_variables}
+
+
+@pytest.mark.slow
+def test_cli_end_to_end(data, tmp_path):
+    recipe = write_recipe(data, "cli_e2e", (40, 20), save_every=20, dropout=0.1)
+    model_dir = str(tmp_path / "run")
+    done = subprocess.run(cli(data, recipe, model_dir, f"--eval_input_file={data['eval']}", "--learning_rate=5e-3"), cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    log = done.stderr
+    assert "Phase seq16: steps 0-40, seq 16, 4 predictions" in log and "Phase seq32: steps 40-60" in log
+    assert "step 60/60 [seq32] loss " in log and "seq/s" in log and "MFU" in log
+    assert "***** Eval results (step 60) *****" in log
+    files = set(os.listdir(model_dir))
+    assert {"bert_config.json", "vocab.txt", "recipe.yaml", "checkpoint", "ckpt-60.index", "train_metrics.jsonl",
+            "eval_results.txt", "training_curves.png", "training_summary.txt", "train", "eval"} <= files
+    assert [f for f in os.listdir(os.path.join(model_dir, "train")) if "tfevents" in f]
+    with open(os.path.join(model_dir, "recipe.yaml")) as f:
+        assert yaml.safe_load(f)["learning_rate"] == 5e-3  # the flag overrode the recipe's 3e-3
+    with open(os.path.join(model_dir, "training_curves.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    history = read_history(os.path.join(model_dir, "train_metrics.jsonl"))
+    assert [r["step"] for r in history] == list(range(10, 61, 10))
+    assert [r["phase"] for r in history] == ["seq16"] * 4 + ["seq32"] * 2
+    assert history[-1]["masked_lm_loss"] < history[0]["masked_lm_loss"] - 0.3  # it learns
+    assert {"sequences_per_second", "model_tflops_per_second", "mfu", "grad_norm", "learning_rate"} <= set(history[0])
+    with open(os.path.join(model_dir, "eval_results.txt")) as f:
+        results = dict(line.strip().split(" = ") for line in f)
+    assert set(results) == {"masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss",
+                            "loss", "eval_batches", "global_step"} and results["global_step"] == "60"
+    with open(os.path.join(model_dir, "training_summary.txt")) as f:
+        summary = f.read()
+    assert "steps: 60 of 60" in summary and "eval: " in summary and "speed (median loop)" in summary
+    # The directory is a model directory: load_pretrainer reads the trained weights (its eval gives the numbers the
+    # run reported) and the config travels along.
+    model = load_pretrainer(model_dir)
+    assert model.config.hidden_size == 16 and model.config.vocab_size == 64
+    again = evaluate(model, pretraining_dataset(data["eval"], 32, 6, 8, is_training=False), max_steps=100)
+    for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_loss"):
+        np.testing.assert_allclose(again[name], float(results[name]), rtol=1e-5, err_msg=name)
+
+    # Running the finished run again resumes at step 60: nothing left to train, the eval and reports again.
+    again = subprocess.run(cli(data, recipe, model_dir), cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "Restored" not in again.stderr and "steps: 60 of 60" in again.stderr
+    assert "step 10/60" not in again.stderr
+
+
+def test_cli_errors_name_the_cause(data, tmp_path):
+    recipe = write_recipe(data, "cli_errors", (40, 20), save_every=20, dropout=0.1)
+    done = subprocess.run(cli(data, recipe, str(tmp_path / "x"), "--max_seq_length=16"), cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert ("--max_seq_length was given 1 time(s) but recipe 'cli_errors' has 2 phases (seq16, seq32): give it once "
+            "per phase, in order.") in done.stderr
+
+
+def run_until_checkpoint(command, model_dir, checkpoint, sig):
+    """Starts the CLI, sends `sig` as soon as `checkpoint` exists, and returns the process after it exits."""
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    try:
+        while not os.path.exists(os.path.join(model_dir, f"{checkpoint}.index")):
+            assert process.poll() is None, process.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no checkpoint appeared in time"
+            time.sleep(0.01)
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process, stderr
+
+
+@pytest.mark.slow
+def test_sigterm_and_sigkill_resume_to_the_same_weights(data, tmp_path):
+    steps = (300, 200)
+    recipe = write_recipe(data, "cli_resume", steps, save_every=100, dropout=0.1)  # dropout on: its RNG resumes too
+    overrides = {"input_file": [data["seq16"], data["seq32"]], "vocab_file": data["vocab"]}
+    reference = str(tmp_path / "uninterrupted")
+    run_pretraining(load_recipe(recipe).with_overrides(**overrides), reference, peak_tflops=1.0)
+    expected = weights(reference)
+
+    # SIGTERM in phase 1: the run saves where it is, exits 143; re-running resumes in the same phase.
+    stopped = str(tmp_path / "sigterm")
+    process, stderr = run_until_checkpoint(cli(data, recipe, stopped), stopped, "ckpt-100", signal.SIGTERM)
+    assert process.returncode == 143, stderr[-3000:]
+    assert "SIGTERM received" in stderr and "re-run the same command to resume" in stderr
+    saved_step = int(tf.train.latest_checkpoint(stopped).rsplit("-", 1)[1])
+    assert 100 < saved_step < 300 and saved_step % 10 == 0  # saved at the end of the loop it was in
+    resumed = subprocess.run(cli(data, recipe, stopped), cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"(step {saved_step})" in resumed.stderr and f"Phase seq16: steps {saved_step}-300" in resumed.stderr
+
+    # SIGKILL in phase 2: nothing is saved on the way out; the resumed run restarts from the last checkpoint,
+    # in phase 2 with the iterator where it was.
+    killed = str(tmp_path / "sigkill")
+    process, _ = run_until_checkpoint(cli(data, recipe, killed), killed, "ckpt-300", signal.SIGKILL)
+    assert process.returncode == -signal.SIGKILL
+    latest = tf.train.latest_checkpoint(killed)
+    killed_step = int(latest.rsplit("-", 1)[1])
+    assert 300 <= killed_step < 500
+    resumed = run_pretraining(load_recipe(recipe).with_overrides(**overrides), killed, peak_tflops=1.0)
+    assert resumed.completed and resumed.step == 500
+
+    for model_dir in (stopped, killed):
+        got = weights(model_dir)
+        for path, value in expected.items():
+            np.testing.assert_allclose(got[path], value, rtol=1e-5, atol=1e-6, err_msg=f"{model_dir}: {path}")
+        steps_logged = [r["step"] for r in read_history(os.path.join(model_dir, "train_metrics.jsonl"))]
+        assert steps_logged == list(range(10, 501, 10))
