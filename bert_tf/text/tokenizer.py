@@ -44,9 +44,9 @@ class FullTokenizer:
         self.token_to_id = {t: i for i, t in enumerate(self.vocab)}
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
             self.token_to_id[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))
-        self._fast = tf_text.FastBertTokenizer(self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
-                                               token_out_type=tf.int32, unknown_token="[UNK]",
-                                               lower_case_nfd_strip_accents=False)
+        self._fast = tf_text.FastBertTokenizer(
+            self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int32,
+            unknown_token="[UNK]", lower_case_nfd_strip_accents=False)
 
     @property
     def vocab_size(self):

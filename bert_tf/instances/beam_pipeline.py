@@ -1,0 +1,131 @@
+"""The same instance creation as an Apache Beam pipeline, for corpora that outgrow one machine.
+
+Each input file is read into documents and cut into shards of about `shard_size_mb` of text; each shard is
+tokenized and turned into serialized records by exactly the code of the local pipeline
+(`TokenizedShard.from_documents` + `process_shard`, seeded per shard); records go to TFRecord files through
+`WriteToTFRecord`. Runs on the DirectRunner here, on Dataflow, Flink or Spark with their pipeline options.
+
+Differences from the local pipeline: files are read in parallel, so a file's end also ends its document (the
+original lets a document run on into the next file), and a shard never spans two files; shard k of file f is
+seeded with (random_seed, f * 2**32 + k). For a single input file both pipelines make the same records (tested).
+The order of records in the output files is the runner's.
+
+    python -m bert_tf.instances.beam_pipeline --input_file='gs://bucket/wiki/*.txt' \\
+        --output_prefix=gs://bucket/records/train --num_output_files=256 --vocab_file=vocab.txt \\
+        --dupe_factor=5 --runner=DataflowRunner --project=... --region=... --temp_location=gs://bucket/tmp
+"""
+
+import argparse
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from bert_tf.instances.options import InstanceOptions
+from bert_tf.instances.pipeline import DEFAULT_SHARD_SIZE_MB, shard_documents
+from bert_tf.instances.shard import TokenizedShard, Vocabulary, process_shard
+from bert_tf.text.corpus import (INPUT_FORMATS, CorpusCounts, expand_input_files, read_sentence_documents,
+                                 read_text_documents)
+
+_FILE_SHARD_STRIDE = 2 ** 32  # shard indices of file f start at f * stride
+_COUNTED = ("documents", "empty_documents", "one_sentence_documents", "sentences", "empty_sentences", "tokens",
+            "undecodable_lines")
+
+
+class ReadShards(beam.DoFn):
+    """(file index, path) -> (shard index, documents) for consecutive documents of the file."""
+
+    def __init__(self, input_format, shard_size_mb):
+        self.input_format = input_format
+        self.shard_size_mb = shard_size_mb
+
+    def process(self, element):
+        file_index, path = element
+        counts = CorpusCounts()
+        reader = read_sentence_documents if self.input_format == "sentences" else read_text_documents
+        for local_index, documents in enumerate(shard_documents(reader([path], counts), self.shard_size_mb)):
+            yield file_index * _FILE_SHARD_STRIDE + local_index, documents
+        Metrics.counter("corpus", "undecodable_lines").inc(counts.undecodable_lines)
+
+
+class ShardToRecords(beam.DoFn):
+    """(shard index, documents) -> serialized tf.train.Example records, through the local pipeline's code."""
+
+    def __init__(self, vocab_file, do_lower_case, options, names):
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
+        self.options = options
+        self.names = names
+
+    def setup(self):
+        from bert_tf.text.tokenizer import FullTokenizer  # TensorFlow is imported on the workers only
+        self.tokenizer = FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
+        self.vocab = Vocabulary.from_tokenizer(self.tokenizer)
+
+    def process(self, element):
+        index, documents = element
+        counts = CorpusCounts()
+        shard = TokenizedShard.from_documents(index, documents, self.tokenizer, counts)
+        for name in _COUNTED[:-1]:
+            Metrics.counter("corpus", name).inc(getattr(counts, name))
+        result = process_shard(shard, self.options, self.vocab, self.names)
+        Metrics.counter("instances", "instances").inc(result.statistics.instances)
+        Metrics.counter("instances", "random_next").inc(result.statistics.random_next)
+        Metrics.counter("instances", "predictions").inc(result.statistics.predictions)
+        yield from result.records
+
+
+def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, input_format="sentences",
+                   do_lower_case=True, shard_size_mb=DEFAULT_SHARD_SIZE_MB, names="v1", gzip=False,
+                   num_output_files=0):
+    """Adds the read -> shard -> instances -> TFRecord steps to `pipeline`; returns the write step's result.
+
+    Example:
+    >>> with beam.Pipeline() as pipeline:
+    ...     build_pipeline(pipeline, "corpus/*.txt", "out/train", "vocab.txt", InstanceOptions(dupe_factor=5))
+    """
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"input_format={input_format!r} is unknown: the Beam pipeline reads {INPUT_FORMATS}.")
+    files = expand_input_files(input_file)
+    types = beam.io.filesystem.CompressionTypes
+    compression = types.GZIP if gzip else types.UNCOMPRESSED
+    return (pipeline
+            | "InputFiles" >> beam.Create(list(enumerate(files)))
+            | "ReadShards" >> beam.ParDo(ReadShards(input_format, shard_size_mb))
+            # Shards are independent units of work: spread them over the workers.
+            | "Spread" >> beam.Reshuffle()
+            | "Instances" >> beam.ParDo(ShardToRecords(vocab_file, do_lower_case, options, names))
+            | "Write" >> beam.io.WriteToTFRecord(output_prefix, num_shards=num_output_files,
+                                                 compression_type=compression))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--input_file", required=True)
+    parser.add_argument("--input_format", default="sentences", choices=INPUT_FORMATS)
+    parser.add_argument("--output_prefix", required=True, help="output files are PREFIX-SSSSS-of-NNNNN")
+    parser.add_argument("--num_output_files", type=int, default=0, help="0: the runner decides")
+    parser.add_argument("--vocab_file", required=True)
+    parser.add_argument("--do_lower_case", type=lambda v: v.lower() in ("1", "true", "yes"), default=True)
+    parser.add_argument("--do_whole_word_mask", action="store_true")
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
+    parser.add_argument("--random_seed", type=int, default=12345)
+    parser.add_argument("--dupe_factor", type=int, default=10)
+    parser.add_argument("--masked_lm_prob", type=float, default=0.15)
+    parser.add_argument("--short_seq_prob", type=float, default=0.1)
+    parser.add_argument("--shard_size_mb", type=float, default=DEFAULT_SHARD_SIZE_MB)
+    parser.add_argument("--names", default="v1", choices=("v1", "v2"))
+    parser.add_argument("--gzip", action="store_true")
+    args, beam_args = parser.parse_known_args(argv)
+    options = InstanceOptions(args.max_seq_length, args.max_predictions_per_seq, args.masked_lm_prob,
+                              args.short_seq_prob, args.dupe_factor, args.do_whole_word_mask, args.random_seed)
+    with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
+        build_pipeline(pipeline, args.input_file, args.output_prefix, args.vocab_file, options,
+                       input_format=args.input_format, do_lower_case=args.do_lower_case,
+                       shard_size_mb=args.shard_size_mb, names=args.names, gzip=args.gzip,
+                       num_output_files=args.num_output_files)
+
+
+if __name__ == "__main__":
+    main()
