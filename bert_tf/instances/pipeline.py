@@ -19,7 +19,6 @@ import multiprocessing
 import os
 import time
 
-from absl import logging
 from tqdm import tqdm
 
 from bert_tf.instances.shard import TokenizedShard, Vocabulary, process_shard
@@ -136,7 +135,4 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
             pool.terminate()
             pool.join()
             gc.unfreeze()
-    summary = RunSummary(counts, statistics, list(output_files), records_per_file, time.time() - start, num_shards)
-    for line in summary.summary_lines(options.masked_lm_prob):
-        logging.info(line)
-    return summary
+    return RunSummary(counts, statistics, list(output_files), records_per_file, time.time() - start, num_shards)
