@@ -107,6 +107,6 @@ def has_overlong_word(text):
     """Whether normalized text holds a word the original maps to [UNK] for its length (a cheap check first)."""
     if len(text) <= MAX_CHARS_PER_WORD:
         return False
-    if not any(len(chunk) > MAX_CHARS_PER_WORD for chunk in text.split()):
+    if max(map(len, text.split()), default=0) <= MAX_CHARS_PER_WORD:
         return False
     return any(len(word) > MAX_CHARS_PER_WORD for word in split_words(text))

@@ -59,21 +59,24 @@ class FullTokenizer:
     def tokenize_to_ids(self, texts):
         """Ids of many texts at once: (ids int32 [total], row_splits int64 [len(texts) + 1])."""
         normalized = [normalize(t, self.do_lower_case) for t in texts]
-        pieces, lengths = [], []
+        values, lengths = [], []
         for start in range(0, len(normalized), _BATCH):
             batch = normalized[start:start + _BATCH]
             tokens = self._ragged_ids(batch)
-            values, splits = tokens.flat_values.numpy(), tokens.row_splits.numpy()
-            rows = np.split(values, splits[1:-1])
+            batch_values, batch_lengths = tokens.flat_values.numpy(), tokens.row_lengths().numpy()
             # The rare text with a word over the original's 100-character limit is redone word by word.
-            for i, text in enumerate(batch):
-                if has_overlong_word(text):
-                    rows[i] = self._ids_with_overlong_words(text)
-            pieces.extend(rows)
-            lengths.extend(len(r) for r in rows)
+            overlong = [i for i, text in enumerate(batch) if has_overlong_word(text)]
+            if overlong:
+                rows = np.split(batch_values, np.cumsum(batch_lengths)[:-1])
+                for i in overlong:
+                    rows[i] = self._ids_with_overlong_words(batch[i])
+                batch_values, batch_lengths = np.concatenate(rows), np.array([len(r) for r in rows])
+            values.append(batch_values)
+            lengths.append(batch_lengths)
         row_splits = np.zeros(len(texts) + 1, np.int64)
-        np.cumsum(lengths, out=row_splits[1:])
-        ids = np.concatenate(pieces).astype(np.int32) if pieces else np.zeros([0], np.int32)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=row_splits[1:])
+        ids = np.concatenate(values).astype(np.int32) if values else np.zeros([0], np.int32)
         return ids, row_splits
 
     def _ids_with_overlong_words(self, text):
