@@ -101,23 +101,30 @@ def pair_spans(shard, options, rng):
     return np.fromiter(itertools.chain.from_iterable(spans), np.int64, count=6 * len(spans)).reshape(-1, 6)
 
 
+def _ranges(starts, lengths):
+    """The concatenation of range(start, start + length) for each pair, without a Python loop."""
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - lengths - starts, lengths)
+
+
 def gather_instances(token_ids, spans, max_seq_length, vocab):
     """[CLS] A [SEP] B [SEP] for every span (rows of `pair_spans`), padded:
     (ids [N, T], input_mask, segment_ids, lengths [N])."""
     a_start, a_stop, b_start, b_stop = spans[:, :4].T
     len_a, len_b = a_stop - a_start, b_stop - b_start
     lengths = len_a + len_b + 3
-    col = np.arange(max_seq_length)[None, :]
-    la, lb = len_a[:, None], len_b[:, None]
-    in_a = (col >= 1) & (col <= la)
-    in_b = (col >= la + 2) & (col < la + 2 + lb)
-    source = np.where(in_a, a_start[:, None] + col - 1, np.where(in_b, b_start[:, None] + col - la - 2, 0))
-    ids = np.where(in_a | in_b, token_ids[source], vocab.pad_id).astype(np.int32)
+    rows = np.arange(len(spans))
+    ids = np.full((len(spans), max_seq_length), vocab.pad_id, np.int32)
+    # A fills columns 1 .. len_a, B columns len_a + 2 .. len_a + len_b + 1.
+    ids[np.repeat(rows, len_a), _ranges(np.ones_like(len_a), len_a)] = token_ids[_ranges(a_start, len_a)]
+    ids[np.repeat(rows, len_b), _ranges(len_a + 2, len_b)] = token_ids[_ranges(b_start, len_b)]
     ids[:, 0] = vocab.cls_id
-    ids[(col == la + 1) | (col == la + lb + 2)] = vocab.sep_id
+    ids[rows, len_a + 1] = vocab.sep_id
+    ids[rows, lengths - 1] = vocab.sep_id
+    col = np.arange(max_seq_length, dtype=np.int32)[None, :]
     input_mask = (col < lengths[:, None]).astype(np.int32)
     # Segment 0: [CLS] A [SEP]; segment 1: B [SEP]; padding 0.
-    segment_ids = ((col >= la + 2) & (col < lengths[:, None])).astype(np.int32)
+    segment_ids = ((col >= (len_a + 2)[:, None]) & (input_mask > 0)).astype(np.int32)
     return ids, input_mask, segment_ids, lengths
 
 
