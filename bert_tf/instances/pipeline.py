@@ -31,7 +31,13 @@ DEFAULT_SHARD_SIZE_MB = 0.5
 
 @dataclasses.dataclass
 class RunSummary:
-    """What a run produced: corpus counts, instance statistics, records per output file, wall time."""
+    """What a run produced: corpus counts, instance statistics, records per output file, wall time.
+
+    Example:
+    >>> summary = create_pretraining_data(documents, tokenizer, ["train.tfrecord"], InstanceOptions())
+    >>> summary.statistics.instances == sum(summary.records_per_file)
+    True
+    """
 
     counts: CorpusCounts
     statistics: InstanceStatistics

@@ -17,7 +17,12 @@ from typing import NamedTuple
 
 
 class PairSpan(NamedTuple):
-    """One instance before its tokens are gathered: A = tokens[a_start:a_stop], B = tokens[b_start:b_stop]."""
+    """One instance before its tokens are gathered: A = tokens[a_start:a_stop], B = tokens[b_start:b_stop].
+
+    Example:
+    >>> PairSpan(0, 3, 12, 17, is_random_next=True, one_sentence_chunk=False).b_stop
+    17
+    """
 
     a_start: int
     a_stop: int

@@ -23,7 +23,13 @@ from bert_tf.records.feature_spec import V1_FEATURES, record_name
 @dataclasses.dataclass
 class TokenizedShard:
     """Documents as ragged token ids: document d has sentences [document_splits[d], document_splits[d + 1]),
-    sentence s has tokens token_ids[sentence_splits[s]:sentence_splits[s + 1]]."""
+    sentence s has tokens token_ids[sentence_splits[s]:sentence_splits[s + 1]].
+
+    Example:
+    >>> shard = TokenizedShard.from_documents(0, [["Jesus wept."], ["Amen.", "Selah."]], tokenizer, CorpusCounts())
+    >>> shard.sentence_splits.tolist(), shard.document_splits.tolist()
+    ([0, 3, 6, 9], [0, 1, 3])
+    """
 
     index: int
     token_ids: np.ndarray        # int32 [tokens]
@@ -59,7 +65,12 @@ class TokenizedShard:
 
 @dataclasses.dataclass
 class Vocabulary:
-    """What instance creation needs of the vocab (picklable, small)."""
+    """What instance creation needs of the vocab (picklable, small).
+
+    Example:
+    >>> Vocabulary.from_tokenizer(FullTokenizer("vocab.txt")).mask_id
+    103
+    """
 
     size: int
     cls_id: int
@@ -76,6 +87,14 @@ class Vocabulary:
 
 @dataclasses.dataclass
 class ShardResult:
+    """What `process_shard` sends back to the writer.
+
+    Example:
+    >>> result = process_shard(shard, InstanceOptions(), vocab)
+    >>> len(result.records) == result.statistics.instances
+    True
+    """
+
     index: int
     records: list          # serialized tf.train.Example bytes, in output order
     statistics: InstanceStatistics

@@ -17,6 +17,13 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclasses.dataclass(frozen=True)
 class RecordLayout:
+    """Feature naming and lengths of a record file.
+
+    Example:
+    >>> infer_layout("train.tfrecord")
+    RecordLayout(names='v1', max_seq_length=128, max_predictions_per_seq=20)
+    """
+
     names: str                    # "v1" (input_ids, segment_ids) or "v2" (input_word_ids, input_type_ids)
     max_seq_length: int
     max_predictions_per_seq: int

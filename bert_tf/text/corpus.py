@@ -22,7 +22,14 @@ from bert_tf.text.sentences import split_sentences
 
 @dataclasses.dataclass
 class CorpusCounts:
-    """What the readers and the tokenizer met; printed in the summary."""
+    """What the readers and the tokenizer met; printed in the summary.
+
+    Example:
+    >>> counts = CorpusCounts()
+    >>> documents = list(read_documents("corpus.txt", "sentences", counts))
+    >>> counts.lines, counts.undecodable_lines
+    (1200, 0)
+    """
 
     files: int = 0
     lines: int = 0
