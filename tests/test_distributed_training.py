@@ -72,6 +72,11 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
         result = run_pretraining(load_recipe({setup['recipe']!r}), {model_dir!r}, strategy=strategy, peak_tflops=1.0)
         print("REPLICAS", strategy.num_replicas_in_sync, "STEP", result.step)
+        # The options on two replicas: float16 with dynamic loss scaling (a merge_call path), XLA, LAMB.
+        options = load_recipe({setup['recipe']!r}).with_overrides(
+            num_train_steps=4, mixed_precision="mixed_float16", jit_compile=True, optimizer="lamb")
+        result = run_pretraining(options, {model_dir + '_options'!r}, strategy=strategy, peak_tflops=1.0)
+        print("OPTIONS", result.step, result.last_metrics["loss"], result.last_metrics["grad_norm"])
 
         # Probe: with a huge epsilon the update is linear in the gradient, so a second cross-replica sum shows.
         import keras
@@ -88,6 +93,8 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "REPLICAS 2 STEP 12" in done.stdout
+    options = next(line.split() for line in done.stdout.splitlines() if line.startswith("OPTIONS"))
+    assert options[1] == "4" and all(np.isfinite(float(x)) for x in options[2:])
     # The optimizer of the loop applies the already-averaged gradient (1.0) as is; Keras' default sums it again.
     probes = dict(line.split()[1:] for line in done.stdout.splitlines() if line.startswith("PROBE"))
     np.testing.assert_allclose(float(probes["False"]), -0.1 / (0.001 ** 0.5 + 1e3), rtol=1e-5)

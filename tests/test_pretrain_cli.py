@@ -62,8 +62,8 @@ def weights(model_dir):
 def test_cli_end_to_end(data, tmp_path):
     recipe = write_recipe(data, "cli_e2e", (40, 20), save_every=20, dropout=0.1)
     model_dir = str(tmp_path / "run")
-    done = subprocess.run(cli(data, recipe, model_dir, f"--eval_input_file={data['eval']}", "--learning_rate=5e-3"), cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cli(data, recipe, model_dir, f"--eval_input_file={data['eval']}", "--learning_rate=5e-3"),
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     log = done.stderr
     assert "Phase seq16: steps 0-40, seq 16, 4 predictions" in log and "Phase seq32: steps 40-60" in log

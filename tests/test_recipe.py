@@ -68,11 +68,13 @@ def test_wrong_yaml_names_the_field(tmp_path):
     base = load_recipe("demo_cpu").to_dict()
     cases = [
         (dict(base, optimiser={"name": "adamw"}), r"demo_cpu.yaml: unknown field\(s\) \['optimiser'\]"),
-        (dict(base, optimizer=dict(base["optimizer"], name="sgd")), r"optimizer.name='sgd' must be one of adamw, lamb"),
+        (dict(base, optimizer=dict(base["optimizer"], name="sgd")),
+         r"optimizer.name='sgd' must be one of adamw, lamb"),
         (dict(base, num_train_steps=1000), r"num_train_steps=1000 must equal the sum of the phases' num_steps \(3000\)"),
         (dict(base, phases=[dict(base["phases"][0], max_seq_lenght=128)]),
          r"phases\[0\]: unknown field\(s\) \['max_seq_lenght'\]"),
-        (dict(base, model={"preset": "tiny", "hidden_sise": 8}), r"model: unknown BertConfig field\(s\) \['hidden_sise'\]"),
+        (dict(base, model={"preset": "tiny", "hidden_sise": 8}),
+         r"model: unknown BertConfig field\(s\) \['hidden_sise'\]"),
         (dict(base, model={"preset": "tiny", "bert_config_file": "x.json"}), r"give exactly one of preset"),
     ]
     import yaml

@@ -1,7 +1,5 @@
 """The training step and loop: gradient accumulation, the XLA-compiled multi-step loop, and the options."""
 
-import dataclasses
-
 import keras
 import numpy as np
 import pytest

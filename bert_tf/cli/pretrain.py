@@ -6,8 +6,8 @@
 
 Flags left unset keep the recipe's values. `--input_file`, `--max_seq_length` and `--max_predictions_per_seq` are
 given once per phase of the recipe, in order. Re-running with the same `--model_dir` resumes. Exit status: 0 done,
-1 non-finite loss (the last good checkpoint stays the latest), 2 a wrong flag or recipe value, 143 stopped by
-SIGTERM after saving a checkpoint.
+1 non-finite loss (the last good checkpoint stays the latest), 2 a wrong flag, recipe value, input file or
+model_dir, 143 stopped by SIGTERM after saving a checkpoint.
 """
 
 import sys
@@ -70,8 +70,11 @@ def main(argv):
             dynamic_masking=FLAGS.dynamic_masking, use_next_sentence=FLAGS.use_next_sentence, seed=FLAGS.seed)
         strategy = create_strategy(FLAGS.strategy, FLAGS.tpu)
         result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops)
-    except (RecipeError, FileNotFoundError) as error:
+    except (RecipeError, ValueError, FileNotFoundError) as error:
+        # Wrong flags, recipe fields, files or model_dir contents: one line naming the cause (the traceback at
+        # --verbosity=1).
         logging.error("%s", error)
+        logging.debug("Traceback:", exc_info=True)
         sys.exit(2)
     except NonFiniteLossError as error:
         logging.error("%s", error)

@@ -89,7 +89,7 @@ class TrainingCheckpoint:
 def restore_model_weights(model, init_checkpoint):
     """Loads only the model's weights from a converted checkpoint directory (or a `ckpt-N` prefix), as the
     original `--init_checkpoint` did; optimizer slots and step start fresh."""
-    path = (model_dir_lib.latest_checkpoint(init_checkpoint) if os.path.isdir(init_checkpoint)
+    path = (model_dir_lib.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
             else init_checkpoint)
     try:
         keys = {name for name, _ in tf.train.list_variables(path)}

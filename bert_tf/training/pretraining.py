@@ -7,8 +7,8 @@ over all phases; a new phase has new input shapes, so the loop function retraces
 """
 
 import dataclasses
+import json
 import os
-import shutil
 import time
 
 import keras
@@ -209,32 +209,42 @@ def _non_finite_message(sums, bad_step, phase, ckpt_dir):
             f"the input records, or leave out --mixed_precision=mixed_float16.")
 
 
+# Files in model_dir and init_checkpoint go through tf.io.gfile, so both may be on GCS (gs://), as TPUs need.
+def _read_config(directory):
+    path = os.path.join(directory, model_dir_lib.CONFIG_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path, "r") as f:
+        return BertConfig.from_dict(json.load(f))
+
+
 def _init_checkpoint_config(recipe):
-    if recipe.init_checkpoint and os.path.isdir(recipe.init_checkpoint):
-        if os.path.exists(os.path.join(recipe.init_checkpoint, model_dir_lib.CONFIG_FILE)):
-            return model_dir_lib.read_config(recipe.init_checkpoint)
+    if recipe.init_checkpoint and tf.io.gfile.isdir(recipe.init_checkpoint):
+        return _read_config(recipe.init_checkpoint)
     return None
 
 
 def _check_model_dir_config(model_dir, config):
-    path = os.path.join(model_dir, model_dir_lib.CONFIG_FILE)
-    if not os.path.exists(path):
+    saved = _read_config(model_dir)
+    if saved is None:
         return
-    saved = BertConfig.from_json_file(path, original=False)
-    differences = {k: (v, getattr(config, k)) for k, v in saved.to_dict().items() if getattr(config, k) != v}
+    differences = [f"{k}: saved {v!r}, now {getattr(config, k)!r}" for k, v in saved.to_dict().items()
+                   if getattr(config, k) != v]
     if differences:
-        raise ValueError(
-            f"{model_dir} holds a run of another model ({', '.join(f'{k}: saved {a!r}, now {b!r}' for k, (a, b) in differences.items())}): "
-            f"use a new --model_dir, or the config that run used.")
+        raise ValueError(f"{model_dir} holds a run of another model ({', '.join(differences)}): use a new "
+                         f"--model_dir, or the config that run used.")
 
 
 def _write_model_dir_files(model_dir, config, recipe):
-    os.makedirs(model_dir, exist_ok=True)
-    config.to_json_file(os.path.join(model_dir, model_dir_lib.CONFIG_FILE))
-    vocab = recipe.vocab_file or (model_dir_lib.vocab_path(recipe.init_checkpoint)
-                                  if recipe.init_checkpoint and os.path.isdir(recipe.init_checkpoint) else None)
+    """bert_config.json and vocab.txt (what `load_pretrainer` and `bert-export` read) and the effective recipe."""
+    tf.io.gfile.makedirs(model_dir)
+    with tf.io.gfile.GFile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE), "w") as f:
+        f.write(json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
+    vocab = recipe.vocab_file
+    if not vocab and recipe.init_checkpoint and tf.io.gfile.isdir(recipe.init_checkpoint):
+        vocab = os.path.join(recipe.init_checkpoint, model_dir_lib.VOCAB_FILE)
     target = os.path.join(model_dir, model_dir_lib.VOCAB_FILE)
-    if vocab and os.path.abspath(vocab) != os.path.abspath(target):
-        shutil.copyfile(vocab, target)
-    with open(os.path.join(model_dir, RECIPE_FILE), "w", encoding="utf-8") as f:
-        yaml.safe_dump(recipe.to_dict(), f, sort_keys=False)
+    if vocab and tf.io.gfile.exists(vocab) and os.path.abspath(vocab) != os.path.abspath(target):
+        tf.io.gfile.copy(vocab, target, overwrite=True)
+    with tf.io.gfile.GFile(os.path.join(model_dir, RECIPE_FILE), "w") as f:
+        f.write(yaml.safe_dump(recipe.to_dict(), sort_keys=False))

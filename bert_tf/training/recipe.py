@@ -10,6 +10,7 @@ import json
 import os
 from typing import Optional
 
+import tensorflow as tf
 import yaml
 from absl import logging
 
@@ -259,16 +260,16 @@ class Recipe:
 def load_recipe(name_or_path):
     """A recipe from a YAML file, or by name from configs/pretrain/ ("bert_base_paper", "demo_cpu", ...)."""
     path = name_or_path
-    if not os.path.exists(path):
+    if not tf.io.gfile.exists(path):
         named = os.path.join(configs_dir(), "pretrain", f"{name_or_path}.yaml")
         if not os.path.exists(named):
             available = sorted(f[:-5] for f in os.listdir(os.path.join(configs_dir(), "pretrain"))
                                if f.endswith(".yaml"))
             raise RecipeError(f"No recipe file {name_or_path!r}: pass a YAML path or one of {available}.")
         path = named
-    with open(path, encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path, "r") as f:
         try:
-            values = yaml.safe_load(f)
+            values = yaml.safe_load(f.read())
         except yaml.YAMLError as e:
             raise RecipeError(f"{path} is not valid YAML: {e}") from None
     if not isinstance(values, dict):
@@ -279,13 +280,15 @@ def load_recipe(name_or_path):
 def read_bert_config(path):
     """A `bert_config.json`: this package's own (it names `position_embedding_type`) or an original release,
     whose "gelu" is the tanh approximation."""
-    with open(path, encoding="utf-8") as f:
-        ours = "position_embedding_type" in json.load(f)
-    return BertConfig.from_json_file(path, original=not ours)
+    with tf.io.gfile.GFile(path, "r") as f:
+        values = json.load(f)
+    if "position_embedding_type" in values:
+        return BertConfig.from_dict(values)
+    return BertConfig.from_json_file(path, original=True)
 
 
 def count_vocab(path):
-    with open(path, encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path, "r") as f:
         return sum(1 for _ in f)
 
 

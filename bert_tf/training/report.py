@@ -1,5 +1,9 @@
 """The end-of-run artefacts: a PNG of the loss and accuracy curves, and a plain-text summary."""
 
+import io
+
+import tensorflow as tf
+
 CURVES_FILE = "training_curves.png"
 SUMMARY_FILE = "training_summary.txt"
 
@@ -43,14 +47,17 @@ def plot_curves(history, path, eval_results=None, eval_step=None, title=None):
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100)
     plt.close(figure)
+    with tf.io.gfile.GFile(path, "wb") as f:
+        f.write(image.getvalue())
     return path
 
 
 def write_summary(path, lines):
     """Writes the summary lines (also what the run prints at its end)."""
-    with open(path, "w", encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
 

@@ -3,7 +3,6 @@ averaged across replicas, then the optimizer (which clips to the global norm bef
 
 import keras
 import tensorflow as tf
-from absl import logging
 
 from bert_tf.training.strategy import split_per_replica
 
@@ -143,11 +142,3 @@ def metric_names(use_next_sentence=True):
     names = ("loss", "masked_lm_loss", "masked_lm_accuracy")
     return names + (("next_sentence_loss", "next_sentence_accuracy") if use_next_sentence else ())
 
-
-def log_layout(trainer, global_batch_size):
-    layout = trainer.layout
-    replica_batch = global_batch_size // layout.num_replicas
-    micro, accumulation = trainer.micro_batching(replica_batch)
-    logging.info("Global batch %d = %d replicas x %d accumulated micro-batches x %d sequences.",
-                 global_batch_size, layout.num_replicas, accumulation, micro)
-    return micro, accumulation

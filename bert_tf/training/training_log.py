@@ -40,9 +40,8 @@ class TrainingLog:
         if is_chief:
             self._train_writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
             self._eval_writer = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
-            kept = [r for r in read_history(self.history_path) if r["step"] <= resume_step]
-            with open(self.history_path, "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r) + "\n" for r in kept)
+            self._history = [r for r in read_history(self.history_path) if r["step"] <= resume_step]
+            self._write_history()
 
     def record(self, step, phase, means, steps, seconds, sequences, model_flops, peak_flops):
         """One loop of `steps` steps ending at `step`: `means` are its metrics averaged over the steps; the rest
@@ -58,8 +57,8 @@ class TrainingLog:
                     if name not in ("step", "phase"):
                         write_scalar(name, value)
             self._train_writer.flush()
-            with open(self.history_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
+            self._history.append(row)
+            self._write_history()
         remaining = (self.num_train_steps - step) / max(row["steps_per_second"], 1e-9)
         parts = [f"step {step}/{self.num_train_steps} [{phase}]"]
         parts += [f"{_SHORT[k]} {means[k]:.4g}" for k in _SHORT if k in means]
@@ -69,6 +68,11 @@ class TrainingLog:
         logging.info("%s | %s | ETA %s", " ".join(parts), speed_text,
                      datetime.timedelta(seconds=int(remaining)))
         return row
+
+    def _write_history(self):
+        # Rewritten whole (it is small): GCS files cannot be appended to.
+        with tf.io.gfile.GFile(self.history_path, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in self._history))
 
     def record_eval(self, step, results):
         """Eval metrics to TensorBoard and, as the original printed them, to `eval_results.txt`."""
@@ -81,7 +85,7 @@ class TrainingLog:
             for name, value in results.items():
                 write_scalar(name, value)
         self._eval_writer.flush()
-        with open(os.path.join(self.model_dir, EVAL_RESULTS_FILE), "w", encoding="utf-8") as f:
+        with tf.io.gfile.GFile(os.path.join(self.model_dir, EVAL_RESULTS_FILE), "w") as f:
             for name in sorted(dict(results, global_step=int(step))):
                 f.write(f"{name} = {dict(results, global_step=int(step))[name]}\n")
 
@@ -95,7 +99,7 @@ def write_scalar(name, value):
 
 def read_history(path):
     """The rows of a `train_metrics.jsonl` (empty when the file does not exist)."""
-    if not os.path.exists(path):
+    if not tf.io.gfile.exists(path):
         return []
-    with open(path, encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path, "r") as f:
         return [json.loads(line) for line in f if line.strip()]
