@@ -49,9 +49,14 @@ def measure_peak_flops(dtype="float32", size=1024, min_seconds=0.3):
 
     matmuls(a, tf.constant(2)).numpy()  # trace and warm up
     n, elapsed = 4, 0.0
-    while elapsed < min_seconds:
+    while elapsed < min_seconds / 3:
         n *= 2
         start = time.perf_counter()
         matmuls(a, tf.constant(n)).numpy()
         elapsed = time.perf_counter() - start
+    # The best of three: on a shared machine other processes only ever make the matmul slower.
+    for _ in range(2):
+        start = time.perf_counter()
+        matmuls(a, tf.constant(n)).numpy()
+        elapsed = min(elapsed, time.perf_counter() - start)
     return 2.0 * size ** 3 * n / elapsed

@@ -29,7 +29,7 @@ from bert_tf.training.flops import measure_peak_flops, training_flops_per_sequen
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.preemption import SigtermFlag
 from bert_tf.training.recipe import check_ready
-from bert_tf.training.strategy import any_worker, worker_layout
+from bert_tf.training.strategy import any_worker, check_same_on_all_workers, worker_layout
 from bert_tf.training.trainer import Trainer
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
 
@@ -116,6 +116,7 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
     if position is None and recipe.init_checkpoint:
         restore_model_weights(model, recipe.init_checkpoint)
     start_step = position[1] if position else 0
+    check_same_on_all_workers(strategy, layout, "step of the latest checkpoint", start_step)
     log = TrainingLog(model_dir, layout.is_chief, start_step, recipe.num_train_steps)
     peak_flops = (peak_tflops * 1e12 if peak_tflops else
                   measure_peak_flops(_COMPUTE_DTYPE[recipe.mixed_precision]) * layout.num_pipelines)

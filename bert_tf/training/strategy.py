@@ -110,6 +110,25 @@ def _slice(value, index, parts):
     return value[index * size:(index + 1) * size]
 
 
+def check_same_on_all_workers(strategy, layout, name, value):
+    """Raises unless the integer `value` is the same on every worker (e.g. the step each one restored)."""
+    if layout.num_pipelines == 1:
+        return
+    # Only SUM and MEAN exist as cross-replica reductions: the values are all equal exactly when
+    # n * sum(v^2) == sum(v)^2, and every worker computes the same two sums, so all reach the same verdict.
+    def first_local_replica_only(ctx):
+        counted = ctx.replica_id_in_sync_group % layout.local_replicas == 0
+        return tf.constant([float(value), float(value) ** 2] if counted else [0.0, 0.0], tf.float64)
+
+    sums = strategy.reduce(tf.distribute.ReduceOp.SUM,
+                           strategy.experimental_distribute_values_from_function(first_local_replica_only), axis=None)
+    total, squares = sums.numpy()
+    if layout.num_pipelines * squares != total ** 2:
+        raise ValueError(f"The workers disagree on the {name} (this worker: {value}, mean over workers: "
+                         f"{total / layout.num_pipelines:g}). Each worker resumes from its own checkpoints "
+                         f"(model_dir/workers/worker_i): restore the same cluster, or start a new --model_dir.")
+
+
 def any_worker(strategy, layout, flag):
     """True on every worker when `flag` (a Python bool) is True on any of them; used so that all workers stop at
     the same step, e.g. when only one of them received SIGTERM."""
