@@ -97,11 +97,14 @@ def test_cli_end_to_end(data, tmp_path):
     for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_loss"):
         np.testing.assert_allclose(again[name], float(results[name]), rtol=1e-5, err_msg=name)
 
-    # Running the finished run again resumes at step 60: nothing left to train, the eval and reports again.
-    again = subprocess.run(cli(data, recipe, model_dir), cwd=REPO, capture_output=True, text=True, timeout=300)
+    # Running the finished run again resumes at step 60: nothing left to train; the eval of the trained model again.
+    again = subprocess.run(cli(data, recipe, model_dir, f"--eval_input_file={data['eval']}"), cwd=REPO,
+                           capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "Restored" not in again.stderr and "steps: 60 of 60" in again.stderr
+    assert "nothing left to train" in again.stderr and "steps: 60 of 60" in again.stderr
     assert "step 10/60" not in again.stderr
+    with open(os.path.join(model_dir, "eval_results.txt")) as f:
+        assert dict(line.strip().split(" = ") for line in f) == results
 
 
 def test_cli_errors_name_the_cause(data, tmp_path):

@@ -173,6 +173,9 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
                                 step)
                 break
 
+    if not restored:  # the run had finished already: its final weights, for the eval
+        tf.train.Checkpoint(model=model).restore(position[0]).expect_partial().assert_existing_objects_matched()
+        logging.info("Restored the model of %s (step %d): nothing left to train.", position[0], step)
     completed = step >= recipe.num_train_steps
     eval_results = None
     if completed and recipe.eval.input_file:
