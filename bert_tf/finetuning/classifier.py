@@ -1,0 +1,51 @@
+"""`BertClassifier`: a sentence or sentence-pair classifier on the pooled [CLS] vector (the original
+run_classifier.py model)."""
+
+import keras
+
+from bert_tf.finetuning.heads import build_encoder, encoder_config, from_encoder_config, output_initializer
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertClassifier(keras.Model):
+    """Encoder -> pooled output -> dropout -> dense to `num_classes` logits, as the original `create_model`.
+
+    Single sentences and pairs are the same model: a pair is packed as [CLS] A [SEP] B [SEP] with
+    `input_type_ids` 0 for A and 1 for B (the preprocessing model's `text_pair` signature does that).
+
+    Args:
+        encoder: a `BertEncoder` (e.g. from `bert_tf.load_encoder`), a `BertConfig` for a new one, or any layer
+            that maps the three id tensors to a dict with `pooled_output` (e.g. `SavedModelEncoder`).
+        num_classes: number of labels.
+        dropout_rate: dropout on the pooled output during training (0.1 in the original).
+        initializer_range: stddev of the output layer's truncated-normal initializer.
+
+    Example:
+    >>> model = BertClassifier(bert_tf.load_encoder("model_dir"), num_classes=2)
+    >>> model.compile(optimizer=create_finetuning_optimizer(2e-5, num_train_steps=1000),
+    ...               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    >>> model.fit(features, labels, epochs=3)   # features: dict of input_word_ids, input_mask, input_type_ids
+    """
+
+    def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02, name="classifier", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.encoder = build_encoder(encoder)
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.logits = keras.layers.Dense(num_classes, kernel_initializer=output_initializer(initializer_range),
+                                         name="logits")
+
+    def call(self, inputs, training=None):
+        pooled = self.encoder(inputs, training=training)["pooled_output"]
+        return self.logits(self.dropout(pooled, training=training))
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, **encoder_config(self.encoder),
+                "num_classes": self.num_classes, "dropout_rate": self.dropout_rate,
+                "initializer_range": self.initializer_range}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**from_encoder_config(config))

@@ -1,0 +1,16 @@
+"""SavedModels for serving and reuse: the encoder (TF Hub BERT API, core ops only), the encoder with its masked-LM
+head, the tensorflow-text preprocessing model, and fine-tuned classifiers.
+
+Example:
+    paths = export_model_dir("runs/demo", "exported")   # exported/{encoder,encoder_mlm,preprocessing}/1
+    encoder = tf.saved_model.load(paths["encoder"])
+    outputs = encoder.signatures["serving_default"](input_word_ids=ids, input_mask=mask, input_type_ids=types)
+"""
+
+from bert_tf.serving.classifier_module import ClassifierModule
+from bert_tf.serving.encoder_module import EncoderModule
+from bert_tf.serving.export import (
+    CLASSIFIER, ENCODER, ENCODER_MLM, PREPROCESSING, export_classifier, export_encoder, export_model_dir,
+    export_preprocessing, version_dir)
+from bert_tf.serving.graph_ops import non_core_ops, saved_model_ops
+from bert_tf.serving.reload import load_encoder_from_saved_model

@@ -1,0 +1,108 @@
+"""Writing the SavedModels of `bert-export` and `bert-finetune`, each in a numbered version folder
+(`<output_dir>/<name>/<version>/`) so TF Serving can serve `<output_dir>/<name>` as it is."""
+
+import os
+import tempfile
+
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.checkpoints.model_dir import load_pretrainer, read_config, vocab_path
+from bert_tf.serving.classifier_module import ClassifierModule
+from bert_tf.serving.encoder_module import EncoderModule
+from bert_tf.text.vocab import load_vocab
+
+ENCODER, ENCODER_MLM, PREPROCESSING, CLASSIFIER = "encoder", "encoder_mlm", "preprocessing", "classifier"
+
+
+def version_dir(output_dir, name, version=1):
+    """`<output_dir>/<name>/<version>`: the layout TF Serving's `base_path` expects."""
+    return os.path.join(output_dir, name, str(version))
+
+
+def _save(module, export_dir):
+    if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
+        raise FileExistsError(f"{export_dir} already holds a SavedModel: TF Serving treats a version as immutable, "
+                              f"so export to a new version number or remove the folder first.")
+    tf.saved_model.save(module, export_dir, signatures=module.signature_functions())
+    logging.info("Wrote %s", export_dir)
+    return export_dir
+
+
+def export_encoder(pretrainer, export_dir, vocab_file, do_lower_case=True, with_mlm=False):
+    """Writes the encoder SavedModel (see `EncoderModule`); `with_mlm` adds the `mlm` signature.
+
+    Example:
+    >>> export_encoder(bert_tf.load_pretrainer("model_dir"), "exported/encoder/1", "model_dir/vocab.txt")
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        # Assets are copied from files at save time, so the config gets a file of its own.
+        config_file = os.path.join(scratch, "bert_config.json")
+        pretrainer.config.to_json_file(config_file)
+        module = EncoderModule(pretrainer.encoder, vocab_file, config_file, do_lower_case,
+                               pretrainer.masked_lm if with_mlm else None)
+        return _save(module, export_dir)
+
+
+def export_preprocessing(export_dir, vocab_file, do_lower_case=True, seq_length=128, max_seq_length=512):
+    """Writes the tensorflow-text preprocessing SavedModel (see `PreprocessingModule`).
+
+    Example:
+    >>> export_preprocessing("exported/preprocessing/1", "vocab.txt", do_lower_case=True, seq_length=128)
+    """
+    # Imported here: tensorflow-text is only needed by this model.
+    from bert_tf.serving.preprocessing_module import PreprocessingModule
+    return _save(PreprocessingModule(vocab_file, do_lower_case, seq_length, max_seq_length), export_dir)
+
+
+def export_classifier(model, export_dir, labels):
+    """Writes the serving model of a fine-tuned `BertClassifier`: ids -> `probabilities`, `label_ids`, with the
+    label names as the asset `labels.txt`.
+
+    Example:
+    >>> export_classifier(classifier, "finetuned/classifier/1", labels=["negative", "positive"])
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        labels_file = os.path.join(scratch, "labels.txt")
+        with open(labels_file, "w", encoding="utf-8") as f:
+            f.write("".join(f"{label}\n" for label in labels))
+        return _save(ClassifierModule(model, labels_file), export_dir)
+
+
+def check_case(vocab_file, do_lower_case):
+    """Warns when `do_lower_case` contradicts the vocab (an uncased vocab has no upper-case tokens)."""
+    cased = any(token != token.lower() for token in load_vocab(vocab_file) if not token.startswith("["))
+    if cased and do_lower_case:
+        logging.warning("%s holds upper-case tokens but do_lower_case=True: pass --nodo_lower_case for a cased "
+                        "model, or inputs will never match those tokens.", vocab_file)
+    if not cased and not do_lower_case:
+        logging.warning("%s holds no upper-case tokens but do_lower_case=False: upper-case input words will "
+                        "become [UNK]; pass --do_lower_case for an uncased model.", vocab_file)
+
+
+def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True, seq_length=128, version=1):
+    """All SavedModels of a checkpoint directory (from `bert-convert` or `bert-pretrain`): `encoder`,
+    `encoder_mlm` and `preprocessing`, each under `<output_dir>/<name>/<version>`. Returns {name: path}.
+
+    Example:
+    >>> export_model_dir("runs/demo", "exported")
+    {'encoder': 'exported/encoder/1', 'encoder_mlm': 'exported/encoder_mlm/1', 'preprocessing': ...}
+    """
+    vocab_file = vocab_file or vocab_path(model_dir)
+    if vocab_file is None:
+        raise FileNotFoundError(f"{model_dir} holds no vocab.txt: pass --vocab_file, the vocab the model was "
+                                f"trained with.")
+    check_case(vocab_file, do_lower_case)
+    config = read_config(model_dir)
+    if len(load_vocab(vocab_file)) != config.vocab_size:
+        raise ValueError(f"vocab_file {vocab_file} has {len(load_vocab(vocab_file))} tokens but the model's "
+                         f"vocab_size is {config.vocab_size}: pass the vocab the model was trained with.")
+    pretrainer = load_pretrainer(model_dir)
+    paths = {
+        ENCODER: export_encoder(pretrainer, version_dir(output_dir, ENCODER, version), vocab_file, do_lower_case),
+        ENCODER_MLM: export_encoder(pretrainer, version_dir(output_dir, ENCODER_MLM, version), vocab_file,
+                                    do_lower_case, with_mlm=True),
+        PREPROCESSING: export_preprocessing(version_dir(output_dir, PREPROCESSING, version), vocab_file,
+                                            do_lower_case, seq_length, config.max_position_embeddings),
+    }
+    return paths

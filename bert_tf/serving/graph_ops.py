@@ -1,0 +1,39 @@
+"""Which ops a SavedModel's serving graph runs, and which of them core TensorFlow does not define.
+
+A stock TF Serving binary knows the ops of core TensorFlow only; a graph with e.g. tensorflow-text ops fails to
+load there. `tf.raw_ops` lists exactly the ops compiled into TensorFlow itself, whatever libraries a process has
+loaded since, so it is the reference.
+"""
+
+import os
+
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+
+def saved_model_ops(export_dir, tags=("serve",)):
+    """The set of op types in the MetaGraph with `tags`: its graph and every function of its library."""
+    saved_model = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    for meta_graph in saved_model.meta_graphs:
+        if set(meta_graph.meta_info_def.tags) == set(tags):
+            graph = meta_graph.graph_def
+            ops = {node.op for node in graph.node}
+            for function in graph.library.function:
+                ops.update(node.op for node in function.node_def)
+            return ops
+    raise ValueError(f"{export_dir} has no MetaGraph with tags {list(tags)}.")
+
+
+def non_core_ops(export_dir, tags=("serve",)):
+    """The op types of the SavedModel that core TensorFlow does not define (sorted); empty for a model a stock
+    TF Serving can load.
+
+    Example:
+    >>> non_core_ops("exported/encoder/1")
+    []
+    >>> non_core_ops("exported/preprocessing/1")
+    ['NormalizeUTF8', 'RegexSplitWithOffsets', 'TFText>RoundRobinTrim', 'WordpieceTokenizeWithOffsets']
+    """
+    return sorted(op for op in saved_model_ops(export_dir, tags) if not hasattr(tf.raw_ops, op))

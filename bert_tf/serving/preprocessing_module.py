@@ -1,0 +1,102 @@
+"""`PreprocessingModule`: text -> the encoder's three id tensors, in the graph, on tensorflow-text.
+
+It needs tensorflow-text's ops (a TF Serving build with them, or in-process use after `import tensorflow_text`);
+the encoder SavedModel does not.
+"""
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from bert_tf.text.vocab import check_vocab, load_vocab
+
+# The original BasicTokenizer's clean-up (bert_tf/text/normalization.py), as regexes: delete U+0000, U+FFFD and
+# control characters (category C*, except tab, newline, return), then make Zs and line/paragraph separators a
+# space. tensorflow-text's own lower_case option case-folds ("ß" -> "ss"), which the original does not, so
+# lower-casing, NFD and mark stripping are done here as the original does them.
+_CONTROL = r"[\x{0}-\x{8}\x{b}\x{c}\x{e}-\x{1f}\x{7f}-\x{9f}\p{Cf}\p{Co}\p{Cs}\x{fffd}]"
+_SPACE = r"[\p{Zs}\x{2028}\x{2029}]"
+_MARK = r"\p{Mn}"
+# The original WordpieceTokenizer maps words of more than 100 characters to [UNK]; UTF-8 takes up to 4 bytes each.
+_MAX_BYTES_PER_WORD = 400
+
+
+class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
+    """What the preprocessing SavedModel holds (written by `bert_tf.serving.export_preprocessing`).
+
+    - `tokenize(text)`: string [batch] -> int32 RaggedTensor [batch, words, pieces] (the TF Hub API).
+    - `bert_pack_inputs(segments, seq_length)`: a list of one or two tokenized batches -> `input_word_ids`,
+      `input_mask`, `input_type_ids` int32 [batch, seq_length]: [CLS] A [SEP] (B [SEP]), trimmed round-robin
+      (the longer segment loses tokens first, as the original `truncate_seq_pair`), padded with 0.
+    - signatures `serving_default` (`text` -> the three ids) and `text_pair` (`text_a`, `text_b` -> the three
+      ids), at the `seq_length` given at export.
+    - the vocab as the asset `vocab.txt` (read by the lookup table when loaded, so the folder can be moved).
+
+    Args:
+        vocab_file: the WordPiece vocab (must hold [PAD] at id 0, [UNK], [CLS], [SEP], [MASK]).
+        do_lower_case: lower-case and strip accents (uncased models).
+        seq_length: the length the signatures pack to.
+        max_seq_length: the model's max_position_embeddings; longer `seq_length` values are refused.
+
+    Example:
+    >>> module = PreprocessingModule("vocab.txt", do_lower_case=True, seq_length=128, max_seq_length=512)
+    >>> module.serving_default(text=tf.constant(["Hello world!"]))["input_word_ids"][0, :4].numpy()
+    array([ 101, 7592, 2088,  999], dtype=int32)
+    """
+
+    def __init__(self, vocab_file, do_lower_case, seq_length, max_seq_length):
+        tokens = load_vocab(vocab_file)
+        check_vocab(tokens, f"vocab_file {vocab_file!r}")
+        if not 3 <= seq_length <= max_seq_length:
+            raise ValueError(f"seq_length={seq_length} must lie in [3, max_position_embeddings={max_seq_length}].")
+        cls_id, sep_id = tokens.index("[CLS]"), tokens.index("[SEP]")
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        initializer = tf.lookup.TextFileInitializer(
+            self.vocab_file, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
+            tf.lookup.TextFileIndex.LINE_NUMBER)
+        self.vocab_table = tf.lookup.StaticVocabularyTable(initializer, num_oov_buckets=1)
+        self.tokenizer = tf_text.BertTokenizer(
+            self.vocab_table, token_out_type=tf.int32, unknown_token="[UNK]", lower_case=False,
+            max_bytes_per_word=_MAX_BYTES_PER_WORD)
+
+        def tokenize(text):
+            text = tf.strings.regex_replace(text, _CONTROL, "")
+            text = tf.strings.regex_replace(text, _SPACE, " ")
+            if do_lower_case:
+                text = tf_text.normalize_utf8(tf.strings.lower(text, encoding="utf-8"), "NFD")
+                text = tf.strings.regex_replace(text, _MARK, "")
+            return self.tokenizer.tokenize(text)
+
+        def bert_pack_inputs(segments, seq_length):
+            tf.debugging.assert_less_equal(
+                seq_length, max_seq_length,
+                message=f"seq_length is over the model's max_position_embeddings={max_seq_length}")
+            segments = [s.merge_dims(-2, -1) if s.ragged_rank > 1 else s for s in segments]
+            # Room for [CLS] and one [SEP] per segment.
+            budget = seq_length - (len(segments) + 1)
+            trimmed = tf_text.RoundRobinTrimmer(budget).trim(segments)
+            ids, type_ids = tf_text.combine_segments(trimmed, cls_id, sep_id)
+            word_ids, mask = tf_text.pad_model_inputs(ids, seq_length)
+            type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
+            return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+
+        text_spec = tf.TensorSpec([None], tf.string)
+        self.tokenize = tf.function(tokenize, input_signature=[text_spec])
+        self.bert_pack_inputs = tf.function(bert_pack_inputs)
+        tokens_spec = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
+        length_spec = tf.TensorSpec([], tf.int32)
+        for count in (1, 2):
+            self.bert_pack_inputs.get_concrete_function([tokens_spec] * count, length_spec)
+
+        def serving_default(text):
+            return bert_pack_inputs([self.tokenize(text)], seq_length)
+
+        def text_pair(text_a, text_b):
+            return bert_pack_inputs([self.tokenize(text_a), self.tokenize(text_b)], seq_length)
+
+        self.serving_default = tf.function(serving_default, input_signature=[text_spec])
+        self.text_pair = tf.function(text_pair, input_signature=[text_spec, text_spec])
+
+    def signature_functions(self):
+        """The functions to save as signatures: `serving_default` (one segment) and `text_pair`."""
+        return {"serving_default": self.serving_default, "text_pair": self.text_pair}
