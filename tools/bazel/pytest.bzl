@@ -1,0 +1,24 @@
+"""`pytest_test`: a py_test that runs one tests/test_*.py file under pytest."""
+
+def pytest_test(name, srcs, deps = [], **kwargs):
+    """A py_test for the pytest files `srcs`, with the package, the test helpers and the project's venv.
+
+    Args:
+      name: target name, the test file's name without `.py` (tools/update_build.py writes these).
+      srcs: the pytest files, paths from the workspace root.
+      deps: more py_library targets besides //:bert_tf and //:test_support.
+      **kwargs: size, tags and any other py_test attribute.
+    """
+    native.py_test(
+        name = name,
+        srcs = srcs + ["//tools/bazel:pytest_main.py"],
+        main = "//tools/bazel:pytest_main.py",
+        args = srcs,
+        deps = ["//:bert_tf", "//:test_support"] + deps,
+        python_version = "PY3",
+        srcs_version = "PY3",
+        # No generated __init__.py: pytest puts tests/ on sys.path, so `import pretraining_records` works as in
+        # `make test`.
+        legacy_create_init = False,
+        **kwargs
+    )

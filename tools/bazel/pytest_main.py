@@ -1,0 +1,15 @@
+"""Entry point of the py_test targets in BUILD: runs pytest on the test files Bazel passes as arguments."""
+
+import os
+import sys
+
+import pytest
+
+if __name__ == "__main__":
+    # The runfiles tree is read-only in the sandbox, so no .pytest_cache; the JUnit XML gives Bazel per-case results.
+    args = ["-p", "no:cacheprovider", *sys.argv[1:]]
+    if os.environ.get("XML_OUTPUT_FILE"):
+        args.append(f"--junitxml={os.environ['XML_OUTPUT_FILE']}")
+    if os.environ.get("TESTBRIDGE_TEST_ONLY"):  # bazel test --test_filter=EXPR
+        args += ["-k", os.environ["TESTBRIDGE_TEST_ONLY"]]
+    sys.exit(pytest.main(args))
