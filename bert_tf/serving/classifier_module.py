@@ -25,6 +25,8 @@ class ClassifierModule(tf.__internal__.tracking.AutoTrackable):
 
     def __init__(self, model, labels_file):
         config = model.encoder.config
+        # A model never called yet has no head weights: one call on a dummy batch creates them.
+        model({name: tf.ones([1, 2], tf.int32) for name in id_specs()}, training=False)
         # As in EncoderModule: only the plain tf.Variables are saved, the Keras model stays in the closure.
         self.variables = [v.value for v in model.variables]
         self.labels_file = tf.saved_model.Asset(labels_file)

@@ -34,6 +34,6 @@ def non_core_ops(export_dir, tags=("serve",)):
     >>> non_core_ops("exported/encoder/1")
     []
     >>> non_core_ops("exported/preprocessing/1")
-    ['NormalizeUTF8', 'RegexSplitWithOffsets', 'TFText>RoundRobinTrim', 'WordpieceTokenizeWithOffsets']
+    ['NormalizeUTF8', 'RegexSplitWithOffsets', 'WordpieceTokenizeWithOffsets']
     """
     return sorted(op for op in saved_model_ops(export_dir, tags) if not hasattr(tf.raw_ops, op))

@@ -30,8 +30,8 @@ def check_encoder_inputs(inputs, config):
             message="input_type_ids must have the shape of input_word_ids [batch, seq_length]"),
         tf.debugging.assert_less_equal(
             length, limit,
-            message=f"input_word_ids is longer than this model's max_position_embeddings={limit}: truncate each "
-                    f"sequence to at most {limit} tokens (the preprocessing model's seq_length)"),
+            message=f"input_word_ids is longer than the max_position_embeddings={limit} of this model: truncate each "
+                    f"sequence to at most {limit} tokens (the seq_length of the preprocessing model)"),
         tf.debugging.assert_less(
             tf.reduce_max(tf.concat([[0], tf.reshape(word_ids, [-1])], 0)), config.vocab_size,
             message=f"input_word_ids holds an id >= vocab_size={config.vocab_size}: use the vocab exported with "

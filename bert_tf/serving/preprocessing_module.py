@@ -20,13 +20,32 @@ _MARK = r"\p{Mn}"
 _MAX_BYTES_PER_WORD = 400
 
 
+def truncate_segments(segments, budget):
+    """The original `truncate_seq_pair` on ragged [batch, (tokens)] segments (one or two): while too long, drop
+    the last token of the longer segment (of the second on a tie). In closed form: the first segment keeps
+    min(len_a, max(ceil(budget / 2), budget - len_b)) tokens, the second the rest of the budget.
+
+    Written with core ops rather than tensorflow-text's RoundRobinTrimmer (the same result): TF Serving's images
+    embed tensorflow-text 2.12, which lacks its `TFText>RoundRobinTrim` op (tensorflow/serving#4057).
+    """
+    if len(segments) == 1:
+        keep = [tf.minimum(segments[0].row_lengths(), tf.cast(budget, tf.int64))]
+    else:
+        len_a, len_b = segments[0].row_lengths(), segments[1].row_lengths()
+        budget = tf.cast(budget, tf.int64)
+        keep_a = tf.minimum(len_a, tf.maximum((budget + 1) // 2, budget - len_b))
+        keep = [keep_a, tf.minimum(len_b, budget - keep_a)]
+    return [tf.ragged.boolean_mask(segment, tf.ragged.range(segment.row_lengths()) < k[:, None])
+            for segment, k in zip(segments, keep)]
+
+
 class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
     """What the preprocessing SavedModel holds (written by `bert_tf.serving.export_preprocessing`).
 
     - `tokenize(text)`: string [batch] -> int32 RaggedTensor [batch, words, pieces] (the TF Hub API).
     - `bert_pack_inputs(segments, seq_length)`: a list of one or two tokenized batches -> `input_word_ids`,
-      `input_mask`, `input_type_ids` int32 [batch, seq_length]: [CLS] A [SEP] (B [SEP]), trimmed round-robin
-      (the longer segment loses tokens first, as the original `truncate_seq_pair`), padded with 0.
+      `input_mask`, `input_type_ids` int32 [batch, seq_length]: [CLS] A [SEP] (B [SEP]), truncated as the
+      original `truncate_seq_pair` (the longer segment loses its last tokens first), padded with 0.
     - signatures `serving_default` (`text` -> the three ids) and `text_pair` (`text_a`, `text_b` -> the three
       ids), at the `seq_length` given at export.
     - the vocab as the asset `vocab.txt` (read by the lookup table when loaded, so the folder can be moved).
@@ -70,11 +89,10 @@ class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
         def bert_pack_inputs(segments, seq_length):
             tf.debugging.assert_less_equal(
                 seq_length, max_seq_length,
-                message=f"seq_length is over the model's max_position_embeddings={max_seq_length}")
+                message=f"seq_length is over the max_position_embeddings={max_seq_length} of the model")
             segments = [s.merge_dims(-2, -1) if s.ragged_rank > 1 else s for s in segments]
             # Room for [CLS] and one [SEP] per segment.
-            budget = seq_length - (len(segments) + 1)
-            trimmed = tf_text.RoundRobinTrimmer(budget).trim(segments)
+            trimmed = truncate_segments(segments, seq_length - (len(segments) + 1))
             ids, type_ids = tf_text.combine_segments(trimmed, cls_id, sep_id)
             word_ids, mask = tf_text.pad_model_inputs(ids, seq_length)
             type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)

@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
 
   TF_Output inputs[MAX_TENSORS], outputs[MAX_TENSORS];
   TF_Tensor *input_values[MAX_TENSORS], *output_values[MAX_TENSORS];
-  char output_names[MAX_TENSORS][512], output_files[MAX_TENSORS][512];
+  char output_files[MAX_TENSORS][512];
   int n_in = 0, n_out = 0;
   char kind[8], name[512], dtype_name[16], path[512];
   while (scanf("%7s %511s", kind, name) == 2) {
@@ -84,7 +84,6 @@ int main(int argc, char **argv) {
       ++n_in;
     } else if (strcmp(kind, "out") == 0 && n_out < MAX_TENSORS) {
       if (scanf("%511s", path) != 1) return 2;
-      strcpy(output_names[n_out], name);
       strcpy(output_files[n_out], path);
       outputs[n_out] = output_named(graph, name);
       ++n_out;

@@ -1,0 +1,80 @@
+"""bert-export: SavedModels for TF Serving, TF Hub-style reuse and fine-tuning, from a checkpoint directory.
+
+  bert-export --model_dir=runs/demo --output_dir=exported
+      -> exported/encoder/1        TF Hub BERT API, core TensorFlow ops only (stock TF Serving loads it)
+         exported/encoder_mlm/1    the same plus the `mlm` signature (masked_lm_positions -> mlm_logits)
+         exported/preprocessing/1  text -> ids on tensorflow-text (`tokenize`, `bert_pack_inputs`, signatures)
+  bert-export --keras_model=finetuned/best.keras --output_dir=exported
+      -> exported/classifier/1     a fine-tuned BertClassifier: ids -> probabilities, label_ids
+
+--model_dir is a directory written by bert-convert or bert-pretrain. Exit status 2 on a wrong flag or input.
+"""
+
+import os
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("model_dir", None, "Checkpoint directory from bert-convert or bert-pretrain (bert_config.json, "
+                    "vocab.txt, ckpt-N).")
+flags.DEFINE_string("keras_model", None, "Instead of --model_dir: a fine-tuned BertClassifier saved as .keras "
+                    "(bert-finetune's best.keras), exported as classifier/<version>.")
+flags.DEFINE_string("labels_file", None, "With --keras_model: label names, one per line (default: labels.txt next "
+                    "to the .keras file).")
+flags.DEFINE_string("output_dir", None, "Where the SavedModels go, each as <output_dir>/<name>/<version>.")
+flags.DEFINE_string("vocab_file", None, "The model's vocab (default: vocab.txt in --model_dir).")
+flags.DEFINE_bool("do_lower_case", True, "Whether the model is uncased (the original flag).")
+flags.DEFINE_integer("max_seq_length", 128, "Length the preprocessing model's signatures pack text to.")
+flags.DEFINE_integer("version", 1, "Version folder number (TF Serving serves the highest).")
+
+
+def export_keras_classifier(path, labels_file, output_dir, version):
+    import keras
+
+    from bert_tf.finetuning import BertClassifier
+    from bert_tf.serving import CLASSIFIER, export_classifier, version_dir
+
+    labels_file = labels_file or os.path.join(os.path.dirname(path), "labels.txt")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"--keras_model {path} does not exist: pass the .keras file bert-finetune wrote.")
+    if not os.path.exists(labels_file):
+        raise FileNotFoundError(f"No labels file {labels_file}: pass --labels_file (label names, one per line).")
+    with open(labels_file, encoding="utf-8") as f:
+        labels = [line.rstrip("\n") for line in f if line.strip()]
+    model = keras.models.load_model(path)
+    if not isinstance(model, BertClassifier):
+        raise ValueError(f"{path} holds a {type(model).__name__}, not a BertClassifier.")
+    if len(labels) != model.num_classes:
+        raise ValueError(f"{labels_file} lists {len(labels)} labels but the model has {model.num_classes} classes.")
+    return {CLASSIFIER: export_classifier(model, version_dir(output_dir, CLASSIFIER, version), labels)}
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from bert_tf.serving import export_model_dir
+
+    try:
+        if bool(FLAGS.model_dir) == bool(FLAGS.keras_model):
+            raise ValueError("Pass exactly one of --model_dir (a checkpoint directory) and --keras_model "
+                             "(a fine-tuned .keras classifier).")
+        if FLAGS.keras_model:
+            paths = export_keras_classifier(FLAGS.keras_model, FLAGS.labels_file, FLAGS.output_dir, FLAGS.version)
+        else:
+            paths = export_model_dir(FLAGS.model_dir, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                                     FLAGS.max_seq_length, FLAGS.version)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        sys.exit(f"bert-export: error: {e}")
+    for name, path in paths.items():
+        print(f"{name}: {path}", flush=True)
+
+
+def run():
+    flags.mark_flags_as_required(["output_dir"])
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

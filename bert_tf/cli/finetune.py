@@ -1,0 +1,120 @@
+"""bert-finetune: fine-tune a classifier with Keras fit, report dev accuracy every epoch, export it for serving.
+
+  bert-finetune --init_checkpoint=runs/demo --train_file=train.tsv --dev_file=dev.tsv \
+      --text_column=sentence --label_column=label --output_dir=finetuned
+  bert-finetune --init_saved_model=exported/encoder/1 --tfds_name=glue/mrpc --data_dir=/data/tfds \
+      --text_column=sentence1 --text_b_column=sentence2 --label_column=label --output_dir=finetuned
+
+Prints `dev accuracy: 0.xxxx` (and `dev f1` for two classes) after every epoch, keeps the best epoch, and writes
+to --output_dir: best.keras, labels.txt, dev_results.json, classifier/<version> (ids -> probabilities, core ops)
+and preprocessing/<version> (text -> ids, tensorflow-text). Exit status 2 on a wrong flag or input.
+"""
+
+import sys
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory from bert-convert or bert-pretrain.")
+flags.DEFINE_string("init_saved_model", None, "Instead of --init_checkpoint: an encoder SavedModel from bert-export "
+                    "(its encoder/<version> folder).")
+flags.DEFINE_string("vocab_file", None, "The model's vocab (default: the one in the checkpoint dir / SavedModel).")
+flags.DEFINE_bool("do_lower_case", True, "Whether the model is uncased (with --init_saved_model, the SavedModel's "
+                  "own setting is used).")
+flags.DEFINE_string("train_file", None, "Training examples: a TSV (.tsv/.txt) or CSV (.csv) file with a header row.")
+flags.DEFINE_string("dev_file", None, "Dev examples, same format; evaluated after every epoch.")
+flags.DEFINE_string("text_column", "text", "Column (or TFDS feature) of the text, or of the first segment.")
+flags.DEFINE_string("text_b_column", None, "Column of the second segment, for sentence-pair tasks.")
+flags.DEFINE_string("label_column", "label", "Column (or TFDS feature) of the label.")
+flags.DEFINE_string("tfds_name", None, "Instead of files: a TFDS dataset prepared in --data_dir.")
+flags.DEFINE_string("data_dir", None, "The TFDS data_dir that holds --tfds_name (nothing downloads).")
+flags.DEFINE_string("train_split", "train", "TFDS split to train on.")
+flags.DEFINE_string("dev_split", "validation", "TFDS split to evaluate on.")
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]s included; longer ones are cut.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Epochs to train (a whole number: dev accuracy is reported per epoch).")
+flags.DEFINE_integer("train_batch_size", 32, "Examples per training step.")
+flags.DEFINE_integer("eval_batch_size", 64, "Examples per dev prediction step.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW (linear warmup, then linear decay to 0).")
+flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps spent warming the learning rate up from 0.")
+flags.DEFINE_string("output_dir", None, "Where the best model, its results and the serving models go.")
+flags.DEFINE_integer("version", 1, "Version folder number of the exported serving models.")
+flags.DEFINE_integer("seed", 12345, "Seed of the classifier head, dropout and the shuffling.")
+
+
+def load_data():
+    from bert_tf.finetuning.examples import read_table, read_tfds
+
+    columns = dict(text_column=FLAGS.text_column, label_column=FLAGS.label_column, text_b_column=FLAGS.text_b_column)
+    if FLAGS.tfds_name:
+        if FLAGS.train_file or FLAGS.dev_file:
+            raise ValueError("Pass either --tfds_name or --train_file/--dev_file, not both.")
+        if not FLAGS.data_dir:
+            raise ValueError("--tfds_name needs --data_dir, the directory the dataset was prepared in.")
+        return (read_tfds(FLAGS.tfds_name, FLAGS.data_dir, FLAGS.train_split, **columns),
+                read_tfds(FLAGS.tfds_name, FLAGS.data_dir, FLAGS.dev_split, **columns))
+    if not (FLAGS.train_file and FLAGS.dev_file):
+        raise ValueError("Pass --train_file and --dev_file (TSV/CSV with a header row), or --tfds_name.")
+    return read_table(FLAGS.train_file, **columns), read_table(FLAGS.dev_file, **columns)
+
+
+def load_encoder():
+    """The encoder, its vocab and casing, from --init_checkpoint or --init_saved_model."""
+    from bert_tf.checkpoints.model_dir import load_encoder as load_checkpoint_encoder, vocab_path
+    from bert_tf.serving import load_encoder_from_saved_model
+
+    if bool(FLAGS.init_checkpoint) == bool(FLAGS.init_saved_model):
+        raise ValueError("Pass exactly one of --init_checkpoint (a checkpoint directory) and --init_saved_model "
+                         "(an encoder SavedModel from bert-export).")
+    if FLAGS.init_saved_model:
+        encoder, vocab_file, do_lower_case = load_encoder_from_saved_model(FLAGS.init_saved_model)
+        if FLAGS["do_lower_case"].present and FLAGS.do_lower_case != do_lower_case:
+            logging.warning("--do_lower_case=%s differs from the SavedModel's do_lower_case=%s; using the flag.",
+                            FLAGS.do_lower_case, do_lower_case)
+            do_lower_case = FLAGS.do_lower_case
+    else:
+        encoder = load_checkpoint_encoder(FLAGS.init_checkpoint)
+        vocab_file, do_lower_case = vocab_path(FLAGS.init_checkpoint), FLAGS.do_lower_case
+    vocab_file = FLAGS.vocab_file or vocab_file
+    if vocab_file is None:
+        raise FileNotFoundError(f"{FLAGS.init_checkpoint} holds no vocab.txt: pass --vocab_file.")
+    return encoder, vocab_file, do_lower_case
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    import keras
+
+    from bert_tf.finetuning.run_classifier import finetune_classifier
+    from bert_tf.text.tokenizer import FullTokenizer
+
+    try:
+        epochs = FLAGS.num_train_epochs
+        if epochs < 1 or epochs != int(epochs):
+            raise ValueError(f"--num_train_epochs={epochs} must be a whole number >= 1 (dev accuracy is reported "
+                             f"after each epoch).")
+        keras.utils.set_random_seed(FLAGS.seed)
+        train, dev = load_data()
+        encoder, vocab_file, do_lower_case = load_encoder()
+        tokenizer = FullTokenizer(vocab_file, do_lower_case)
+        if tokenizer.vocab_size != encoder.config.vocab_size:
+            raise ValueError(f"vocab_file {vocab_file} does not match the model's vocab_size="
+                             f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")
+        finetune_classifier(
+            encoder, tokenizer, train, dev, FLAGS.output_dir,
+            max_seq_length=FLAGS.max_seq_length, num_train_epochs=int(epochs), train_batch_size=FLAGS.train_batch_size,
+            eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
+            warmup_proportion=FLAGS.warmup_proportion, vocab_file=vocab_file, do_lower_case=do_lower_case,
+            version=FLAGS.version)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        sys.exit(f"bert-finetune: error: {e}")
+
+
+def run():
+    flags.mark_flags_as_required(["output_dir"])
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,94 @@
+"""Labelled text for classification: TSV/CSV files with a header row, or a TFDS dataset prepared in a local
+data_dir. Both give `LabelledTexts`."""
+
+import csv
+import dataclasses
+import os
+
+
+@dataclasses.dataclass
+class LabelledTexts:
+    """Texts (and optional second segments) with their label names."""
+
+    texts_a: list
+    texts_b: list  # None for single-sentence tasks
+    labels: list
+
+    def __len__(self):
+        return len(self.labels)
+
+
+def read_table(path, text_column, label_column, text_b_column=None):
+    """A TSV (`.tsv`, `.txt`) or CSV file with a header row -> `LabelledTexts`.
+
+    TSV is read as the original run_classifier read it (tab-separated, no quoting); CSV with standard quoting.
+
+    Example:
+    >>> data = read_table("train.tsv", text_column="sentence", label_column="label")
+    >>> len(data), data.texts_a[0], data.labels[0]
+    (67349, 'hide new secretions from the parental units ', '0')
+    """
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"Data file {path} does not exist.")
+    is_csv = path.lower().endswith(".csv")
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = csv.reader(f) if is_csv else csv.reader(f, delimiter="\t", quotechar=None)
+        header = next(rows, None)
+        if header is None:
+            raise ValueError(f"{path} is empty: expected a header row naming the columns, then one example a row.")
+        wanted = [c for c in (text_column, text_b_column, label_column) if c]
+        missing = [c for c in wanted if c not in header]
+        if missing:
+            raise ValueError(f"{path} has no column(s) {missing}: its header is {header}; pass --text_column, "
+                             f"--text_b_column and --label_column with names from it.")
+        index = {c: header.index(c) for c in wanted}
+        texts_a, texts_b, labels = [], [], []
+        for line, row in enumerate(rows, start=2):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise ValueError(f"{path} line {line} has {len(row)} fields, the header {len(header)}: "
+                                 f"{'quote fields holding commas' if is_csv else 'remove tabs inside fields'}.")
+            texts_a.append(row[index[text_column]])
+            if text_b_column:
+                texts_b.append(row[index[text_b_column]])
+            labels.append(row[index[label_column]])
+    if not labels:
+        raise ValueError(f"{path} holds a header but no examples.")
+    return LabelledTexts(texts_a, texts_b if text_b_column else None, labels)
+
+
+def read_tfds(name, data_dir, split, text_column, label_column, text_b_column=None):
+    """A split of a TFDS dataset already prepared in `data_dir` (nothing downloads) -> `LabelledTexts`.
+
+    A `ClassLabel` label feature gives its names; other labels are turned into strings.
+
+    Example:
+    >>> data = read_tfds("glue/sst2", "/data/tfds", "validation", text_column="sentence", label_column="label")
+    """
+    import tensorflow_datasets as tfds
+
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError:
+        raise FileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r} (nothing downloads "
+                                f"here): prepare it there first.") from None
+    if not builder.is_prepared():
+        raise FileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r}.")
+    features = builder.info.features
+    missing = [c for c in (text_column, text_b_column, label_column) if c and c not in features]
+    if missing:
+        raise ValueError(f"TFDS dataset {name!r} has no feature(s) {missing}: its features are {sorted(features)}.")
+    if split not in builder.info.splits:
+        raise ValueError(f"TFDS dataset {name!r} has no split {split!r}: it has {sorted(builder.info.splits)}.")
+    label_feature = features[label_column]
+    names = getattr(label_feature, "names", None)
+    texts_a, texts_b, labels = [], [], []
+    for example in tfds.as_numpy(builder.as_dataset(split=split, shuffle_files=False)):
+        texts_a.append(example[text_column].decode("utf-8"))
+        if text_b_column:
+            texts_b.append(example[text_b_column].decode("utf-8"))
+        label = example[label_column]
+        labels.append(names[int(label)] if names else (label.decode("utf-8") if isinstance(label, bytes)
+                                                        else str(label)))
+    return LabelledTexts(texts_a, texts_b if text_b_column else None, labels)

@@ -1,0 +1,135 @@
+"""Fine-tuning a `BertClassifier` with Keras fit: dev accuracy (and F1 for two classes) after every epoch, the
+best epoch kept, then the serving models exported. What `bert-finetune` runs."""
+
+import collections
+import dataclasses
+import json
+import math
+import os
+
+import keras
+import numpy as np
+from absl import logging
+
+from bert_tf.finetuning.classifier import BertClassifier
+from bert_tf.finetuning.features import encode_texts
+from bert_tf.finetuning.optimizer import create_finetuning_optimizer
+
+BEST_MODEL, LABELS_FILE, RESULTS_FILE = "best.keras", "labels.txt", "dev_results.json"
+
+
+@dataclasses.dataclass
+class FinetuningResult:
+    """What a run gave: per-epoch dev metrics, the best epoch, the majority-class baseline, the written paths."""
+
+    epochs: list
+    best_epoch: int
+    best_accuracy: float
+    majority_baseline: float
+    paths: dict
+
+
+def dev_metrics(labels, predictions, num_classes):
+    """Accuracy, and for two classes the F1 of class 1 (the second label in sorted order)."""
+    metrics = {"accuracy": float(np.mean(labels == predictions))}
+    if num_classes == 2:
+        true_pos = np.sum((predictions == 1) & (labels == 1))
+        precision = true_pos / max(np.sum(predictions == 1), 1)
+        recall = true_pos / max(np.sum(labels == 1), 1)
+        metrics["f1"] = float(2 * precision * recall / (precision + recall)) if true_pos else 0.0
+    return metrics
+
+
+class DevEvaluation(keras.callbacks.Callback):
+    """After each epoch: prints `dev accuracy: 0.xxxx` (and `dev f1`), keeps the best weights in memory and on
+    disk as `best.keras`."""
+
+    def __init__(self, features, labels, num_classes, batch_size, best_path, after_progress_bar=False):
+        super().__init__()
+        # Keras draws the epoch's last progress-bar update after the callbacks run, on the same line.
+        self.line_start = "\n" if after_progress_bar else ""
+        self.features, self.labels = features, labels
+        self.num_classes, self.batch_size, self.best_path = num_classes, batch_size, best_path
+        self.history, self.best_accuracy, self.best_epoch, self.best_weights = [], -1.0, 0, None
+
+    def on_epoch_end(self, epoch, logs=None):
+        logits = self.model.predict(self.features, batch_size=self.batch_size, verbose=0)
+        metrics = dev_metrics(self.labels, np.argmax(logits, axis=-1), self.num_classes)
+        metrics["epoch"] = epoch + 1
+        self.history.append(metrics)
+        line = f"{self.line_start}epoch {epoch + 1}: dev accuracy: {metrics['accuracy']:.4f}"
+        if "f1" in metrics:
+            line += f" dev f1: {metrics['f1']:.4f}"
+        print(line, flush=True)
+        if metrics["accuracy"] > self.best_accuracy:
+            self.best_accuracy, self.best_epoch = metrics["accuracy"], epoch + 1
+            self.best_weights = self.model.get_weights()
+            self.model.save(self.best_path)
+
+
+def label_ids(labels, label_names, source):
+    index = {name: i for i, name in enumerate(label_names)}
+    unknown = sorted(set(labels) - set(index))
+    if unknown:
+        raise ValueError(f"{source} has label(s) {unknown[:5]} that the training data lacks (labels: {label_names}).")
+    return np.array([index[label] for label in labels], np.int32)
+
+
+def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_length=128, num_train_epochs=3,
+                        train_batch_size=32, eval_batch_size=64, learning_rate=5e-5, warmup_proportion=0.1,
+                        vocab_file=None, do_lower_case=True, version=1, verbose=1):
+    """Fine-tunes `BertClassifier(encoder)` on `train` (`LabelledTexts`), evaluates on `dev` after every epoch,
+    restores the best epoch and writes to `output_dir`: `best.keras`, `labels.txt`, `dev_results.json`,
+    `classifier/<version>` (ids -> probabilities) and `preprocessing/<version>` (text -> ids).
+
+    Example:
+    >>> result = finetune_classifier(bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train, dev,
+    ...                              "finetuned", max_seq_length=64, num_train_epochs=2)
+    >>> result.best_accuracy
+    0.91
+    """
+    from bert_tf.serving import CLASSIFIER, PREPROCESSING, export_classifier, export_preprocessing, version_dir
+
+    if max_seq_length > encoder.config.max_position_embeddings:
+        raise ValueError(f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
+                         f"{encoder.config.max_position_embeddings}.")
+    if (train.texts_b is None) != (dev.texts_b is None):
+        raise ValueError("Train and dev data must both have a second text segment, or neither.")
+    label_names = sorted(set(train.labels))
+    if len(label_names) < 2:
+        raise ValueError(f"The training data has only the label(s) {label_names}: a classifier needs two or more.")
+    os.makedirs(output_dir, exist_ok=True)
+    train_y = label_ids(train.labels, label_names, "the training data")
+    dev_y = label_ids(dev.labels, label_names, "the dev data")
+    train_x = encode_texts(tokenizer, train.texts_a, train.texts_b, max_seq_length)
+    dev_x = encode_texts(tokenizer, dev.texts_a, dev.texts_b, max_seq_length)
+    majority_label = collections.Counter(train_y.tolist()).most_common(1)[0][0]
+    majority = float(np.mean(dev_y == majority_label))
+    print(f"{len(train)} training and {len(dev)} dev examples, labels {label_names}; majority baseline "
+          f"(always {label_names[majority_label]!r}): dev accuracy {majority:.4f}", flush=True)
+
+    num_train_steps = math.ceil(len(train) / train_batch_size) * num_train_epochs
+    model = BertClassifier(encoder, num_classes=len(label_names))
+    model.compile(optimizer=create_finetuning_optimizer(learning_rate, num_train_steps,
+                                                        int(warmup_proportion * num_train_steps)),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    evaluation = DevEvaluation(dev_x, dev_y, len(label_names), eval_batch_size,
+                               os.path.join(output_dir, BEST_MODEL), after_progress_bar=verbose == 1)
+    model.fit(train_x, train_y, batch_size=train_batch_size, epochs=num_train_epochs, shuffle=True,
+              callbacks=[evaluation], verbose=verbose)
+    model.set_weights(evaluation.best_weights)
+    print(f"best: epoch {evaluation.best_epoch}, dev accuracy: {evaluation.best_accuracy:.4f}", flush=True)
+
+    with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as f:
+        f.write("".join(f"{name}\n" for name in label_names))
+    paths = {"best_model": os.path.join(output_dir, BEST_MODEL),
+             CLASSIFIER: export_classifier(model, version_dir(output_dir, CLASSIFIER, version), label_names)}
+    if vocab_file:
+        paths[PREPROCESSING] = export_preprocessing(
+            version_dir(output_dir, PREPROCESSING, version), vocab_file, do_lower_case, max_seq_length,
+            encoder.config.max_position_embeddings)
+    result = FinetuningResult(evaluation.history, evaluation.best_epoch, evaluation.best_accuracy, majority, paths)
+    with open(os.path.join(output_dir, RESULTS_FILE), "w", encoding="utf-8") as f:
+        json.dump(dataclasses.asdict(result), f, indent=2)
+    logging.info("Wrote %s", paths)
+    return result

@@ -1,0 +1,209 @@
+"""bert-export's SavedModels served for real: TensorFlow's session-based C++ loader (TF Serving's path) and
+saved_model_cli, in fresh processes without tensorflow-text, give the in-process Keras outputs; the graphs use core
+TensorFlow ops only; the reusable-SavedModel attributes are there; bad inputs fail with the limit named."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, BertPretrainer
+from bert_tf.checkpoints.model_dir import write_model_dir
+from bert_tf.finetuning import BertClassifier
+from bert_tf.serving import CLASSIFIER, export_classifier, load_encoder_from_saved_model, version_dir
+from saved_model_runners import compile_c_runner, run_with_c_loader, run_with_saved_model_cli
+
+BIN = os.path.dirname(sys.executable)
+TOLERANCE = 1e-5
+MAX_POSITIONS = 32
+LABELS = ["joy", "anger", "fear"]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, uncased_vocab):
+    """A random tiny model (real uncased vocab) written as a checkpoint dir, exported by the bert-export CLI, plus
+    a classifier on the same encoder exported with export_classifier."""
+    root = tmp_path_factory.mktemp("serving")
+    keras.utils.set_random_seed(3)
+    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=MAX_POSITIONS)
+    pretrainer = BertPretrainer(config)
+    write_model_dir(str(root / "model"), pretrainer, uncased_vocab)
+    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
+                              f"--output_dir={root / 'out'}", "--max_seq_length=16"],
+                             capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr[-3000:]
+    paths = dict(line.split(": ", 1) for line in process.stdout.splitlines())
+    classifier = BertClassifier(pretrainer.encoder, num_classes=len(LABELS))
+    paths[CLASSIFIER] = export_classifier(classifier, version_dir(str(root / "out"), CLASSIFIER), LABELS)
+    return {"root": root, "pretrainer": pretrainer, "classifier": classifier, "paths": paths}
+
+
+@pytest.fixture(scope="module")
+def c_runner(tmp_path_factory):
+    return compile_c_runner(str(tmp_path_factory.mktemp("c_runner")))
+
+
+def example_inputs(seed=0, lengths=(12, 7, 3), vocab_size=30522):
+    """Three sequences of 12 positions with padding (rows of 12, 7 and 3 real tokens) and both segment ids."""
+    rng = np.random.default_rng(seed)
+    seq = max(lengths)
+    mask = (np.arange(seq)[None, :] < np.array(lengths)[:, None]).astype(np.int32)
+    ids = rng.integers(1000, vocab_size, (len(lengths), seq)).astype(np.int32) * mask
+    types = ((np.arange(seq)[None, :] >= np.array(lengths)[:, None] // 2) * mask).astype(np.int32)
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+
+POSITIONS = np.array([[1, 5, 11], [0, 2, 6], [1, 2, 0]], np.int32)
+
+
+def keras_outputs(exported, model_name, signature):
+    """The in-process Keras outputs a signature must reproduce."""
+    x = example_inputs()
+    pretrainer, classifier = exported["pretrainer"], exported["classifier"]
+    if model_name == CLASSIFIER:
+        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(classifier(x, training=False), -1))
+        return x, {"probabilities": probabilities, "label_ids": probabilities.argmax(-1).astype(np.int32)}
+    if signature == "mlm":
+        x = dict(x, masked_lm_positions=POSITIONS)
+        return x, {"mlm_logits": keras.ops.convert_to_numpy(pretrainer(x, training=False)["mlm_logits"])}
+    out = pretrainer.encoder(x, training=False)
+    return x, {k: keras.ops.convert_to_numpy(out[k]) for k in ("pooled_output", "sequence_output")}
+
+
+def max_diffs(got, want):
+    assert sorted(got) == sorted(want)
+    return {k: float(np.max(np.abs(np.asarray(got[k], np.float64) - want[k]))) for k in want}
+
+
+CASES = [("encoder", "serving_default"), ("encoder_mlm", "serving_default"), ("encoder_mlm", "mlm"),
+         (CLASSIFIER, "serving_default")]
+
+
+@pytest.mark.parametrize("model_name,signature", CASES)
+def test_signatures_in_process_give_the_keras_outputs(exported, model_name, signature):
+    x, want = keras_outputs(exported, model_name, signature)
+    loaded = tf.saved_model.load(exported["paths"][model_name])
+    got = {k: v.numpy() for k, v in loaded.signatures[signature](**{k: tf.constant(v) for k, v in x.items()}).items()}
+    diffs = max_diffs(got, want)
+    print(model_name, signature, "in-process max |diff|", diffs)
+    assert max(diffs.values()) <= TOLERANCE
+
+
+@pytest.mark.parametrize("model_name,signature", CASES)
+def test_tensorflow_session_loader_gives_the_keras_outputs(exported, c_runner, tmp_path, model_name, signature):
+    x, want = keras_outputs(exported, model_name, signature)
+    got, process = run_with_c_loader(c_runner, exported["paths"][model_name], signature, x, str(tmp_path))
+    assert got is not None, process.stderr[-3000:]
+    diffs = max_diffs(got, want)
+    print(model_name, signature, "C session loader max |diff|", diffs)
+    assert max(diffs.values()) <= TOLERANCE
+
+
+@pytest.mark.parametrize("model_name,signature", [("encoder_mlm", "mlm"), (CLASSIFIER, "serving_default")])
+def test_saved_model_cli_run_gives_the_keras_outputs(exported, tmp_path, model_name, signature):
+    x, want = keras_outputs(exported, model_name, signature)
+    got = run_with_saved_model_cli(exported["paths"][model_name], signature, x, str(tmp_path))
+    diffs = max_diffs(got, want)
+    print(model_name, signature, "saved_model_cli max |diff|", diffs)
+    assert max(diffs.values()) <= TOLERANCE
+
+
+OP_LISTER = """
+import json, sys
+from bert_tf.serving.graph_ops import non_core_ops, saved_model_ops
+result = {path: {"all": sorted(saved_model_ops(path)), "non_core": non_core_ops(path)} for path in sys.argv[1:]}
+result["tensorflow_text_imported"] = "tensorflow_text" in sys.modules
+print(json.dumps(result))
+"""
+
+
+def test_serving_graphs_use_core_tensorflow_ops_only(exported):
+    """Every op of each graph and its function library is a core TensorFlow op, checked in a process that never
+    imported tensorflow_text; the preprocessing model (tensorflow-text) is the control that the check can fail."""
+    paths = exported["paths"]
+    process = subprocess.run([sys.executable, "-c", OP_LISTER] + list(paths.values()), capture_output=True,
+                             text=True, timeout=120)
+    assert process.returncode == 0, process.stderr[-3000:]
+    result = json.loads(process.stdout.splitlines()[-1])
+    assert result.pop("tensorflow_text_imported") is False
+    for name in ("encoder", "encoder_mlm", CLASSIFIER):
+        ops = result[paths[name]]
+        assert result[paths[name]]["non_core"] == [], name
+        # The ops inside the functions are listed too, not only the outer call.
+        assert {"BatchMatMulV2", "Tanh", "GatherV2", "Softmax", "Assert"} <= set(ops["all"]), ops["all"]
+    assert result[paths["preprocessing"]]["non_core"] == [
+        "NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"]
+
+
+def test_too_long_inputs_and_unknown_ids_fail_naming_the_limit(exported, c_runner, tmp_path):
+    loaded = tf.saved_model.load(exported["paths"]["encoder"])
+    too_long = example_inputs(lengths=(MAX_POSITIONS + 8,))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_position_embeddings=32"):
+        loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in too_long.items()})
+    got, process = run_with_c_loader(c_runner, exported["paths"]["encoder"], "serving_default", too_long,
+                                     str(tmp_path))
+    assert got is None and process.returncode == 1
+    assert "longer than the max_position_embeddings=32 of this model: truncate each sequence to at most 32" in (
+        process.stderr)
+    bad_id = example_inputs(lengths=(4,))
+    bad_id["input_word_ids"][0, 1] = 30522
+    with pytest.raises(tf.errors.InvalidArgumentError, match="vocab_size=30522"):
+        loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in bad_id.items()})
+    with pytest.raises(tf.errors.InvalidArgumentError, match="masked_lm_positions holds a position"):
+        mlm = tf.saved_model.load(exported["paths"]["encoder_mlm"]).signatures["mlm"]
+        mlm(masked_lm_positions=tf.constant([[12]]), **{k: tf.constant(v[:1]) for k, v in example_inputs().items()})
+
+
+def test_encoder_is_a_reusable_savedmodel_with_its_assets(exported, uncased_vocab):
+    """The TF Hub conventions: __call__(inputs, training), variables, trainable_variables, regularization_losses,
+    vocab and config assets, do_lower_case; dropout runs only with training=True."""
+    path = exported["paths"]["encoder"]
+    encoder = exported["pretrainer"].encoder
+    loaded = tf.saved_model.load(path)
+    assert [v.name for v in loaded.variables] == [f"{w.path}:0" for w in encoder.variables]
+    assert [v.name for v in loaded.trainable_variables] == [f"{w.path}:0" for w in encoder.trainable_weights]
+    assert len(loaded.trainable_variables) == 39 and list(loaded.regularization_losses) == []
+    assert bool(loaded.do_lower_case.numpy()) is True
+    with open(os.path.join(path, "assets", "vocab.txt")) as a, open(uncased_vocab) as b:
+        assert a.read() == b.read()
+    assert BertConfig.from_json_file(os.path.join(path, "assets", "bert_config.json"), original=False) == (
+        encoder.config)
+    x = {k: tf.constant(v) for k, v in example_inputs().items()}
+    inference = loaded(x, training=False)
+    assert len(inference["encoder_outputs"]) == 2
+    want = keras.ops.convert_to_numpy(encoder(x, training=False)["sequence_output"])
+    assert np.max(np.abs(inference["sequence_output"].numpy() - want)) <= TOLERANCE
+    first, second = (loaded(x, training=True)["pooled_output"].numpy() for _ in range(2))
+    assert np.max(np.abs(first - second)) > 1e-3
+    assert np.array_equal(loaded(x, training=False)["pooled_output"].numpy(), inference["pooled_output"].numpy())
+
+
+def test_saved_model_reloads_as_a_native_encoder(exported, tmp_path):
+    encoder, vocab_file, do_lower_case = load_encoder_from_saved_model(exported["paths"]["encoder"])
+    x = example_inputs()
+    got = keras.ops.convert_to_numpy(encoder(x)["sequence_output"])
+    want = keras.ops.convert_to_numpy(exported["pretrainer"].encoder(x)["sequence_output"])
+    assert np.array_equal(got, want) and do_lower_case and vocab_file.endswith("assets/vocab.txt")
+    with pytest.raises(FileNotFoundError, match="no assets/bert_config.json"):
+        load_encoder_from_saved_model(exported["paths"][CLASSIFIER])
+
+
+def test_bert_export_refuses_to_overwrite_a_version_and_a_wrong_vocab(exported, tmp_path):
+    root = exported["root"]
+    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
+                              f"--output_dir={root / 'out'}"], capture_output=True, text=True, timeout=300)
+    assert process.returncode == 1 and "already holds a SavedModel" in process.stderr
+    assert "export to a new version number" in process.stderr
+    small_vocab = tmp_path / "vocab.txt"
+    small_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n")
+    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
+                              f"--output_dir={tmp_path / 'out'}", f"--vocab_file={small_vocab}"],
+                             capture_output=True, text=True, timeout=300)
+    assert process.returncode == 1
+    assert "has 6 tokens but the model's vocab_size is 30522" in process.stderr
