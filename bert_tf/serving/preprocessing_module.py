@@ -16,8 +16,10 @@ from bert_tf.text.vocab import check_vocab, load_vocab
 _CONTROL = r"[\x{0}-\x{8}\x{b}\x{c}\x{e}-\x{1f}\x{7f}-\x{9f}\p{Cf}\p{Co}\p{Cs}\x{fffd}]"
 _SPACE = r"[\p{Zs}\x{2028}\x{2029}]"
 _MARK = r"\p{Mn}"
-# The original WordpieceTokenizer maps words of more than 100 characters to [UNK]; UTF-8 takes up to 4 bytes each.
-_MAX_BYTES_PER_WORD = 400
+# The original WordpieceTokenizer maps words of more than 100 characters to [UNK]; tensorflow-text counts bytes
+# (up to 4 a character), so words are checked in characters here and the byte limit only needs to be high enough.
+_MAX_CHARS_PER_WORD = 100
+_MAX_BYTES_PER_WORD = 4 * _MAX_CHARS_PER_WORD
 
 
 def truncate_segments(segments, budget):
@@ -77,6 +79,21 @@ class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
         self.tokenizer = tf_text.BertTokenizer(
             self.vocab_table, token_out_type=tf.int32, unknown_token="[UNK]", lower_case=False,
             max_bytes_per_word=_MAX_BYTES_PER_WORD)
+        unknown_id = tokens.index("[UNK]")
+
+        def unknown_if_overlong(text, pieces, starts, ends):
+            """[batch, words, pieces] with every word of more than 100 characters made a single [UNK]."""
+            word_pieces = pieces.values  # [words, (pieces)]
+            word_start = tf.reduce_min(starts, axis=-1).flat_values
+            word_end = tf.reduce_max(ends, axis=-1).flat_values
+            # pieces.value_rowids(): the text (batch row) each word comes from; offsets are bytes of that text.
+            word_text = tf.strings.substr(tf.gather(text, pieces.value_rowids()), word_start, word_end - word_start)
+            overlong = tf.strings.length(word_text, unit="UTF8_CHAR") > _MAX_CHARS_PER_WORD
+            piece_overlong = tf.gather(overlong, word_pieces.value_rowids())
+            first_piece = tf.ragged.range(word_pieces.row_lengths()).flat_values == 0
+            values = tf.where(piece_overlong, unknown_id, word_pieces.flat_values)
+            kept = word_pieces.with_flat_values(tf.logical_or(first_piece, tf.logical_not(piece_overlong)))
+            return pieces.with_values(tf.ragged.boolean_mask(word_pieces.with_flat_values(values), kept))
 
         def tokenize(text):
             text = tf.strings.regex_replace(text, _CONTROL, "")
@@ -84,7 +101,7 @@ class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
             if do_lower_case:
                 text = tf_text.normalize_utf8(tf.strings.lower(text, encoding="utf-8"), "NFD")
                 text = tf.strings.regex_replace(text, _MARK, "")
-            return self.tokenizer.tokenize(text)
+            return unknown_if_overlong(text, *self.tokenizer.tokenize_with_offsets(text))
 
         def bert_pack_inputs(segments, seq_length):
             tf.debugging.assert_less_equal(

@@ -1,0 +1,196 @@
+"""Fine-tuning with Keras fit: the native task models, the optimizer, and the two wrappers of an exported encoder
+(Keras 3 TFSMLayer, tf-keras hub.KerasLayer) whose weights fit moves and whose dropout runs only in training."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertPretrainer
+from bert_tf.finetuning import (BertClassifier, BertSpanQA, BertTokenClassifier, SavedModelEncoder,
+                                create_finetuning_optimizer)
+from bert_tf.serving import export_encoder
+
+XENT = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+def pair_task(seed=0, count=64, length=12, vocab_size=64):
+    """[CLS] A [SEP] B [SEP] with padding; label 1 when token 7 appears in B (needs both segments' ids)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(10, vocab_size, (count, length)).astype(np.int32)
+    lengths = rng.integers(6, length + 1, count)
+    mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int32)
+    split = lengths // 2
+    types = ((np.arange(length)[None, :] > split[:, None]) * mask).astype(np.int32)
+    labels = rng.integers(0, 2, count).astype(np.int32)
+    for i in range(count):
+        ids[i, 0], ids[i, split[i]], ids[i, lengths[i] - 1] = 2, 3, 3
+        if labels[i]:
+            ids[i, rng.integers(split[i] + 1, lengths[i] - 1)] = 7
+    return {"input_word_ids": ids * mask, "input_mask": mask, "input_type_ids": types}, labels
+
+
+def arrays(layer_weights):
+    return [np.array(keras.ops.convert_to_numpy(w)) for w in layer_weights]
+
+
+def moved(before, after):
+    return max(float(np.max(np.abs(a - b))) for a, b in zip(before, after))
+
+
+def test_classifier_on_pairs_trains_saves_as_keras_and_round_trips_its_config(tiny_config, tmp_path):
+    keras.utils.set_random_seed(0)
+    x, y = pair_task()
+    model = BertClassifier(tiny_config, num_classes=2)
+    model.compile(optimizer=create_finetuning_optimizer(1e-2, num_train_steps=64), loss=XENT, metrics=["accuracy"])
+    first = model.evaluate(x, y, verbose=0, return_dict=True)
+    before = arrays(model.encoder.trainable_weights)
+    model.fit(x, y, batch_size=16, epochs=16, verbose=0)
+    after = model.evaluate(x, y, verbose=0, return_dict=True)
+    # Whether token 7 is in segment B: learnt only through attention across the pair and input_type_ids.
+    assert after["loss"] < first["loss"] - 0.3 and after["accuracy"] >= 0.9, (first, after)
+    assert moved(before, arrays(model.encoder.trainable_weights)) > 1e-3
+    path = str(tmp_path / "classifier.keras")
+    model.save(path)
+    reloaded = keras.models.load_model(path)
+    assert isinstance(reloaded, BertClassifier) and reloaded.num_classes == 2
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(reloaded(x)), keras.ops.convert_to_numpy(model(x)))
+    rebuilt = BertClassifier.from_config(model.get_config())
+    assert rebuilt.encoder.config == model.encoder.config and rebuilt.dropout_rate == 0.1
+    logits = [keras.ops.convert_to_numpy(model(x, training=True)) for _ in range(2)]
+    assert np.max(np.abs(logits[0] - logits[1])) > 1e-4  # dropout in training
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(model(x)), keras.ops.convert_to_numpy(model(x)))
+
+
+def test_token_classifier_learns_tags_and_ignores_padding(tiny_config):
+    keras.utils.set_random_seed(1)
+    x, _ = pair_task(seed=1)
+    tags = (x["input_word_ids"] % 3).astype(np.int32)
+    model = BertTokenClassifier(tiny_config, num_classes=3)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=XENT)
+    first = model.evaluate(x, tags, sample_weight=x["input_mask"], verbose=0)
+    model.fit(x, tags, sample_weight=x["input_mask"], batch_size=16, epochs=8, verbose=0)
+    last = model.evaluate(x, tags, sample_weight=x["input_mask"], verbose=0)
+    assert keras.ops.convert_to_numpy(model(x)).shape == (64, 12, 3)
+    assert last < first - 0.2, (first, last)
+    # Padding carries no weight: random labels there leave the loss unchanged.
+    noisy = np.where(x["input_mask"] == 1, tags, np.random.default_rng(0).integers(0, 3, tags.shape))
+    assert model.evaluate(x, noisy, sample_weight=x["input_mask"], verbose=0) == pytest.approx(last, rel=1e-5)
+
+
+def test_span_qa_learns_start_and_end_with_the_original_mean_loss(tiny_config, tmp_path):
+    keras.utils.set_random_seed(2)
+    x, _ = pair_task(seed=2)
+    rng = np.random.default_rng(2)
+    lengths = x["input_mask"].sum(1)
+    start = rng.integers(1, lengths - 2)
+    end = start + 1
+    x["input_word_ids"][np.arange(64), start] = 8
+    x["input_word_ids"][np.arange(64), end] = 9
+    y = {"start_logits": start.astype(np.int32), "end_logits": end.astype(np.int32)}
+    model = BertSpanQA(tiny_config)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss={"start_logits": XENT, "end_logits": XENT},
+                  loss_weights={"start_logits": 0.5, "end_logits": 0.5})
+    first = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert first["loss"] == pytest.approx(0.5 * (first["start_logits_loss"] + first["end_logits_loss"]), rel=1e-4)
+    model.fit(x, y, batch_size=16, epochs=10, verbose=0)
+    last = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert last["loss"] < first["loss"] - 0.5, (first, last)
+    outputs = model(x)
+    assert keras.ops.convert_to_numpy(outputs["start_logits"]).shape == (64, 12)
+    model.save(str(tmp_path / "qa.keras"))
+    reloaded = keras.models.load_model(str(tmp_path / "qa.keras"))
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(reloaded(x)["end_logits"]),
+                                  keras.ops.convert_to_numpy(outputs["end_logits"]))
+
+
+def test_optimizer_warms_up_decays_and_spares_layer_norm_and_biases():
+    optimizer = create_finetuning_optimizer(1e-3, num_train_steps=100)  # 10 warmup steps
+    schedule = optimizer._learning_rate
+    assert [round(float(schedule(s)), 7) for s in (0, 5, 10, 55, 100)] == [0.0, 5e-4, 9e-4, 4.5e-4, 0.0]
+    assert optimizer.epsilon == 1e-6 and optimizer.global_clipnorm == 1.0
+    kernel, bias = keras.Variable(np.ones((2, 2)), name="kernel"), keras.Variable(np.ones(2), name="bias")
+    gamma, beta = keras.Variable(np.ones(2), name="gamma"), keras.Variable(np.ones(2), name="beta")
+    variables = [kernel, bias, gamma, beta]
+    optimizer = create_finetuning_optimizer(0.5, num_train_steps=10, num_warmup_steps=0, weight_decay=0.1)
+    optimizer.apply_gradients([(keras.ops.zeros_like(v), v) for v in variables])
+    # Zero gradients: only the decoupled decay moves a weight, by lr * weight_decay = 5%.
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(kernel), 0.95, rtol=1e-6)
+    for variable in (bias, gamma, beta):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), 1.0)
+
+
+@pytest.fixture(scope="module")
+def exported_encoder(tmp_path_factory):
+    from bert_tf import BertConfig
+    keras.utils.set_random_seed(4)
+    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    pretrainer = BertPretrainer(config)
+    root = tmp_path_factory.mktemp("finetuning")
+    vocab = root / "vocab.txt"
+    vocab.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+                             [f"w{i}" for i in range(59)]))
+    path = export_encoder(pretrainer, str(root / "encoder" / "1"), str(vocab))
+    return path, pretrainer.encoder
+
+
+def test_keras3_saved_model_encoder_trains_with_fit(exported_encoder):
+    path, keras_encoder = exported_encoder
+    x, y = pair_task(seed=5)
+    encoder = SavedModelEncoder(path)
+    assert encoder.config == keras_encoder.config
+    want = keras.ops.convert_to_numpy(keras_encoder(x)["pooled_output"])
+    inference = keras.ops.convert_to_numpy(encoder(x, training=False)["pooled_output"])
+    assert np.max(np.abs(inference - want)) <= 1e-5
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(encoder(x)["pooled_output"]), inference)
+    training = [keras.ops.convert_to_numpy(encoder(x, training=True)["pooled_output"]) for _ in range(2)]
+    assert np.max(np.abs(training[0] - training[1])) > 1e-3
+    assert len(encoder.trainable_weights) == 39 and all(":" not in w.name for w in encoder.weights)
+
+    keras.utils.set_random_seed(5)
+    model = BertClassifier(encoder, num_classes=2)
+    model.compile(optimizer=create_finetuning_optimizer(3e-3, num_train_steps=20), loss=XENT)
+    before = arrays(encoder.trainable_weights)
+    history = model.fit(x, y, batch_size=16, epochs=5, verbose=0)
+    assert moved(before, arrays(encoder.trainable_weights)) > 1e-3
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    # The SavedModel's own functions now compute with the trained weights.
+    after = keras.ops.convert_to_numpy(encoder(x, training=False)["pooled_output"])
+    assert np.max(np.abs(after - inference)) > 1e-3
+
+
+def test_tf_keras_hub_layer_trains_with_fit(exported_encoder):
+    tf_keras = pytest.importorskip("tf_keras", reason="the `hub` extra (tf-keras, tensorflow-hub) is not installed")
+    pytest.importorskip("tensorflow_hub")
+    from bert_tf.finetuning import hub_encoder_layer
+
+    path, keras_encoder = exported_encoder
+    x, y = pair_task(seed=6)
+    layer = hub_encoder_layer(path)
+    want = keras.ops.convert_to_numpy(keras_encoder(x)["sequence_output"])
+    inference = layer(x, training=False)["sequence_output"].numpy()
+    assert np.max(np.abs(inference - want)) <= 1e-5
+    training = [layer(x, training=True)["pooled_output"].numpy() for _ in range(2)]
+    assert np.max(np.abs(training[0] - training[1])) > 1e-3
+    np.testing.assert_array_equal(layer(x, training=False)["sequence_output"].numpy(), inference)
+
+    tf_keras.utils.set_random_seed(6)
+    inputs = {k: tf_keras.Input([None], dtype="int32", name=k) for k in x}
+    logits = tf_keras.layers.Dense(2)(layer(inputs)["pooled_output"])
+    model = tf_keras.Model(inputs, logits)
+    model.compile(optimizer=tf_keras.optimizers.Adam(3e-3),
+                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    assert len(layer.trainable_weights) == 39
+    before = [w.numpy() for w in layer.trainable_weights]
+    history = model.fit(x, y, batch_size=16, epochs=5, verbose=0)
+    assert moved(before, [w.numpy() for w in layer.trainable_weights]) > 1e-3
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_saved_model_encoder_needs_an_exported_encoder(tmp_path):
+    with pytest.raises(OSError):
+        SavedModelEncoder(str(tmp_path / "missing"))
+    assert not os.path.exists(tmp_path / "missing")
