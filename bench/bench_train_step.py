@@ -1,0 +1,200 @@
+"""Training-step speed of bert_tf against keras-hub, side by side in one process (run by hand, not in CI).
+
+Ours: `BertPretrainer` (masked LM tied to the word embeddings + NSP) trained by the pre-training loop's own
+`Trainer.train_loop` (the step `bert-pretrain` runs) with the original `AdamWeightDecay` (weight decay 0.01,
+global-norm clipping 1.0). Peer: keras-hub `BertBackbone` + `keras_hub.layers.MaskedLMHead` (tied to the token
+embedding, as `BertMaskedLM` builds it) + a `Dense(2)` NSP classifier on the pooled output, trained by an in-graph
+loop of the same shape (a `tf.range` loop of GradientTape steps, the same `AdamWeightDecay`, `SparseCategorical
+Crossentropy` weighted by `masked_lm_weights`, and the weighted `sparse_categorical_accuracy` that
+`BertMaskedLM.compile` adds by default).
+
+Both get the same batch (random ids, full-length sequences, sorted distinct predicted positions), the same
+optimizer and the same XLA setting: with XLA on, the forward and backward pass is compiled with XLA and the
+optimizer update is not (what `Trainer(jit_compile=True)` does). Each repeat times `--steps` steps of each model,
+alternating ours and theirs, after `--warmup` steps; the table shows medians over `--repeats`.
+
+MFU (model FLOPs utilisation) follows `bert_tf.training.flops.training_flops_per_sequence`: 6 x weights x tokens for
+the dense layers of the encoder on all T tokens, 12 x L x T^2 x H for the attention scores and the weighted sum,
+the masked-LM head (H x H transform and H x V output) only at the P predicted positions, pooler and NSP on [CLS].
+The peak is the measured FLOP/s of a 2048 x 2048 fp32 matmul on this machine (the best of three), not a data sheet.
+
+    .venv/bin/python bench/bench_train_step.py                       # tiny and mini, seq 128 and 512, XLA off/on
+    .venv/bin/python bench/bench_train_step.py --presets tiny --shapes 128 --xla off --repeats 3
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import keras_hub  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.modeling import BertPretrainer  # noqa: E402
+from bert_tf.training import AdamWeightDecay  # noqa: E402
+from bert_tf.training.flops import measure_peak_flops, training_flops_per_sequence  # noqa: E402
+from bert_tf.training.strategy import worker_layout  # noqa: E402
+from bert_tf.training.trainer import Trainer  # noqa: E402
+
+# seq length -> (batch, predictions per sequence). 512 uses 80 predictions (NVIDIA's phase 2; the original README
+# suggests max_seq_length * masked_lm_prob = 77) and batch 8 so that a step takes about as long as one at 128.
+SHAPES = {128: (32, 20), 512: (8, 80)}
+FIRST_TOKEN_ID = 999  # above [PAD]/[UNK]/[CLS]/[SEP]/[MASK] and the unused ids of the uncased vocab
+
+
+def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
+    """A pre-training batch in the TFRecord layout: [CLS] A [SEP] B [SEP], no padding (packed sequences)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(FIRST_TOKEN_ID, config.vocab_size, (batch, seq_length))
+    half = seq_length // 2
+    ids[:, 0], ids[:, half - 1], ids[:, -1] = 101, 102, 102
+    types = np.zeros((batch, seq_length))
+    types[:, half:] = 1
+    candidates = [p for p in range(1, seq_length - 1) if p != half - 1]
+    positions = np.sort(np.stack([rng.choice(candidates, num_predictions, replace=False) for _ in range(batch)]), 1)
+    features = {
+        "input_word_ids": ids, "input_mask": np.ones((batch, seq_length)), "input_type_ids": types,
+        "masked_lm_positions": positions,
+        "masked_lm_ids": rng.integers(FIRST_TOKEN_ID, config.vocab_size, (batch, num_predictions)),
+        "masked_lm_weights": np.ones((batch, num_predictions), np.float32),
+        "next_sentence_labels": rng.integers(0, 2, (batch, 1)),
+    }
+    return {k: tf.constant(v, tf.float32 if k == "masked_lm_weights" else tf.int32) for k, v in features.items()}
+
+
+def original_optimizer():
+    return AdamWeightDecay(learning_rate=1e-4, weight_decay_rate=0.01, global_clipnorm=1.0,
+                           aggregate_gradients=False)
+
+
+def ours(config, batch, xla):
+    """A function running n steps of our pre-training loop on `batch`."""
+    keras.utils.set_random_seed(0)
+    strategy = tf.distribute.get_strategy()
+    model = BertPretrainer(config)
+    trainer = Trainer(strategy, worker_layout(strategy), model, original_optimizer(), jit_compile=xla)
+    iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+    return lambda n: trainer.train_loop(iterator, tf.constant(n))[0]["loss"].numpy()
+
+
+def keras_hub_peer(config, batch, xla):
+    """The same: keras-hub's BERT with a tied masked-LM head and an NSP dense, as in `BertMaskedLM`."""
+    keras.utils.set_random_seed(0)
+    init = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
+        num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size, dropout=config.hidden_dropout_prob,
+        max_sequence_length=config.max_position_embeddings, num_segments=config.type_vocab_size)
+    head = keras_hub.layers.MaskedLMHead(vocabulary_size=config.vocab_size, token_embedding=backbone.token_embedding,
+                                         intermediate_activation="gelu", kernel_initializer=init)
+    nsp = keras.layers.Dense(2, kernel_initializer=init)
+    head.build((None, None, config.hidden_size), (None, None))
+    nsp.build((None, config.hidden_size))
+    variables = backbone.trainable_variables + head.trainable_variables + nsp.trainable_variables
+    optimizer = original_optimizer()
+    optimizer.build(variables)
+    cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def gradients(features):
+        with tf.GradientTape() as tape:
+            outputs = backbone({"token_ids": features["input_word_ids"], "padding_mask": features["input_mask"],
+                                "segment_ids": features["input_type_ids"]}, training=True)
+            logits = head(outputs["sequence_output"], mask_positions=features["masked_lm_positions"])
+            mlm_loss = cross_entropy(features["masked_lm_ids"], logits, sample_weight=features["masked_lm_weights"])
+            loss = mlm_loss + cross_entropy(features["next_sentence_labels"], nsp(outputs["pooled_output"]))
+        grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+        correct = keras.metrics.sparse_categorical_accuracy(features["masked_lm_ids"], logits)
+        accuracy = tf.reduce_sum(correct * features["masked_lm_weights"]) / tf.reduce_sum(features["masked_lm_weights"])
+        return grads, loss, accuracy
+
+    compute = tf.function(gradients, jit_compile=True) if xla else gradients
+
+    @tf.function
+    def loop(iterator, n):
+        total = tf.constant(0.0)
+        for _ in tf.range(n):
+            grads, loss, accuracy = compute(next(iterator))
+            optimizer.apply(grads, variables)
+            total += loss + 0.0 * accuracy
+        return total
+
+    iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+    return lambda n: loop(iterator, tf.constant(n)).numpy()
+
+
+def time_pair(runners, batch_size, steps, warmup, repeats):
+    """Median sequences/s of each runner, their repeats interleaved so that slow spells hit both alike."""
+    for run in runners:
+        run(warmup)
+    rates = [[] for _ in runners]
+    for _ in range(repeats):
+        for run, rate in zip(runners, rates):
+            start = time.perf_counter()
+            loss = run(steps)
+            rate.append(batch_size * steps / (time.perf_counter() - start))
+            if not np.isfinite(loss):
+                raise SystemExit(f"Non-finite loss {loss}: the benchmark's models diverged.")
+    return [statistics.median(r) for r in rates]
+
+
+def header(args, peak):
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    return [
+        f"command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}",
+        f"python {platform.python_version()}, tensorflow {tf.__version__}, keras {keras.__version__}, "
+        f"keras-hub {keras_hub.__version__}, numpy {np.__version__}",
+        f"cpu: {cpu}, {os.cpu_count()} cores; peak (2048^2 fp32 matmul, best of 6): {peak / 1e9:.0f} GFLOP/s",
+        f"medians of {args.repeats} repeats x {args.steps} steps (after {args.warmup} warm-up steps); "
+        "optimizer: original AdamWeightDecay (wd 0.01, clip 1.0) for both; XLA = forward+backward compiled",
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--presets", default="tiny,mini", help="comma-separated BertConfig presets")
+    parser.add_argument("--shapes", default="128,512", help="comma-separated sequence lengths (128, 512)")
+    parser.add_argument("--xla", default="off,on", help="off, on or off,on")
+    parser.add_argument("--steps", type=int, default=8, help="steps per timed repeat")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps after tracing")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    for shape in args.shapes.split(","):
+        if int(shape) not in SHAPES:
+            parser.error(f"--shapes={args.shapes}: {shape} is not one of {sorted(SHAPES)}.")
+
+    # Measured before and after the runs, the higher kept: other work on a shared machine only lowers it.
+    peak = measure_peak_flops("float32", size=2048)
+    results = []
+    for preset in args.presets.split(","):
+        config = BertConfig.preset(preset)
+        for seq_length in map(int, args.shapes.split(",")):
+            batch_size, num_predictions = SHAPES[seq_length]
+            batch = synthetic_batch(config, batch_size, seq_length, num_predictions)
+            flops = training_flops_per_sequence(config, seq_length, num_predictions)
+            for xla in args.xla.split(","):
+                on = xla == "on"
+                mine, theirs = time_pair([ours(config, batch, on), keras_hub_peer(config, batch, on)],
+                                         batch_size, args.steps, args.warmup, args.repeats)
+                results.append((preset, seq_length, batch_size, num_predictions, xla, mine, theirs, flops))
+                print(f"{preset} seq {seq_length} XLA {xla}: ours {mine:.1f} seq/s, keras-hub {theirs:.1f} seq/s",
+                      flush=True)
+    peak = max(peak, measure_peak_flops("float32", size=2048))
+    rows = ["| preset | seq | batch | preds | XLA | ours seq/s | keras-hub seq/s | ratio | ours tokens/s "
+            "| ours MFU | keras-hub MFU |", "|---" * 11 + "|"]
+    for preset, seq_length, batch_size, num_predictions, xla, mine, theirs, flops in results:
+        rows.append(f"| {preset} | {seq_length} | {batch_size} | {num_predictions} | {xla} | {mine:.1f} | "
+                    f"{theirs:.1f} | {mine / theirs:.2f} | {mine * seq_length:.0f} | "
+                    f"{100 * mine * flops / peak:.1f}% | {100 * theirs * flops / peak:.1f}% |")
+    print("\n".join(header(args, peak) + [""] + rows))
+
+if __name__ == "__main__":
+    main()
