@@ -83,16 +83,18 @@ def predict_rest(url, body, timeout=30.0):
     return {name: np.asarray(value) for name, value in outputs.items()}
 
 
-flags.DEFINE_string("server", None, "gRPC address of TF Serving (host:8500).")
-flags.DEFINE_string("rest", None, "Instead of --server: REST base URL (http://host:8501).")
-flags.DEFINE_string("model", "classifier", "Model name in the server's model config.")
-flags.DEFINE_integer("model_version", None, "A specific version (default: the server's latest).")
-flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
-flags.DEFINE_string("vocab_file", None, "The model's vocab (e.g. <export>/encoder/1/assets/vocab.txt).")
-flags.DEFINE_bool("do_lower_case", True, "Whether the model is uncased.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per text, [CLS] and [SEP]s included.")
-flags.DEFINE_multi_string("text", None, "A text to send (repeat for a batch).")
-flags.DEFINE_multi_string("text_b", None, "Second segments for sentence-pair models, one per --text.")
+def define_flags():
+    """The command line's flags (defined only when run as a script, so importing this module defines none)."""
+    flags.DEFINE_string("server", None, "gRPC address of TF Serving (host:8500).")
+    flags.DEFINE_string("rest", None, "Instead of --server: REST base URL (http://host:8501).")
+    flags.DEFINE_string("model", "classifier", "Model name in the server's model config.")
+    flags.DEFINE_integer("model_version", None, "A specific version (default: the server's latest).")
+    flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
+    flags.DEFINE_string("vocab_file", None, "The model's vocab (e.g. <export>/encoder/1/assets/vocab.txt).")
+    flags.DEFINE_bool("do_lower_case", True, "Whether the model is uncased.")
+    flags.DEFINE_integer("max_seq_length", 128, "Tokens per text, [CLS] and [SEP]s included.")
+    flags.DEFINE_multi_string("text", None, "A text to send (repeat for a batch).")
+    flags.DEFINE_multi_string("text_b", None, "Second segments for sentence-pair models, one per --text.")
 
 
 def main(argv):
@@ -114,5 +116,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     flags.mark_flags_as_required(["vocab_file", "text"])
     app.run(main)

@@ -7,7 +7,8 @@
   bert-export --keras_model=finetuned/best.keras --output_dir=exported
       -> exported/classifier/1     a fine-tuned BertClassifier: ids -> probabilities, label_ids
 
---model_dir is a directory written by bert-convert or bert-pretrain. Exit status 2 on a wrong flag or input.
+--model_dir is a directory written by bert-convert or bert-pretrain. A wrong flag or input ends it with exit
+status 1 and one line naming the cause.
 """
 
 import os

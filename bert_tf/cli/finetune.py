@@ -7,7 +7,8 @@
 
 Prints `dev accuracy: 0.xxxx` (and `dev f1` for two classes) after every epoch, keeps the best epoch, and writes
 to --output_dir: best.keras, labels.txt, dev_results.json, classifier/<version> (ids -> probabilities, core ops)
-and preprocessing/<version> (text -> ids, tensorflow-text). Exit status 2 on a wrong flag or input.
+and preprocessing/<version> (text -> ids, tensorflow-text). A wrong flag or input ends it with exit status 1
+and one line naming the cause.
 """
 
 import sys
