@@ -43,13 +43,18 @@ def latest_checkpoint(model_dir):
     return path
 
 
-def write_model_dir(model_dir, model, vocab_file=None, step=0):
-    """Writes `model` (a `BertPretrainer`) with its config and vocab as a checkpoint directory."""
+def write_model_dir(model_dir, model, vocab_file=None, step=0, heads=True):
+    """Writes `model` (a `BertPretrainer`) with its config and vocab as a checkpoint directory.
+
+    `heads=False` saves the encoder only (for encoder-only sources such as HF `BertModel` files), so that
+    `load_pretrainer` warns that the heads start fresh instead of silently loading random ones.
+    """
     os.makedirs(model_dir, exist_ok=True)
     model.config.to_json_file(os.path.join(model_dir, CONFIG_FILE))
     if vocab_file:
         shutil.copyfile(vocab_file, os.path.join(model_dir, VOCAB_FILE))
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir, max_to_keep=1)
+    saved = model if heads else tf.train.Checkpoint(encoder=model.encoder)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=saved), model_dir, max_to_keep=1)
     return manager.save(checkpoint_number=step)
 
 
