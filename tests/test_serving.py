@@ -105,13 +105,30 @@ def test_tensorflow_session_loader_gives_the_keras_outputs(exported, c_runner, t
     assert max(diffs.values()) <= TOLERANCE
 
 
-@pytest.mark.parametrize("model_name,signature", [("encoder_mlm", "mlm"), (CLASSIFIER, "serving_default")])
-def test_saved_model_cli_run_gives_the_keras_outputs(exported, tmp_path, model_name, signature):
-    x, want = keras_outputs(exported, model_name, signature)
-    got = run_with_saved_model_cli(exported["paths"][model_name], signature, x, str(tmp_path))
+def test_saved_model_cli_run_gives_the_keras_outputs(exported, tmp_path):
+    x, want = keras_outputs(exported, "encoder_mlm", "mlm")
+    got = run_with_saved_model_cli(exported["paths"]["encoder_mlm"], "mlm", x, str(tmp_path))
     diffs = max_diffs(got, want)
-    print(model_name, signature, "saved_model_cli max |diff|", diffs)
+    print("encoder_mlm mlm saved_model_cli max |diff|", diffs)
     assert max(diffs.values()) <= TOLERANCE
+
+
+def test_bert_export_writes_the_serving_model_of_a_keras_classifier(exported, c_runner, tmp_path):
+    """A fine-tuned classifier saved as .keras (with labels.txt beside it) -> classifier/<version>."""
+    exported["classifier"].save(str(tmp_path / "best.keras"))
+    (tmp_path / "labels.txt").write_text("".join(f"{label}\n" for label in LABELS))
+    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--keras_model={tmp_path / 'best.keras'}",
+                              f"--output_dir={tmp_path / 'out'}", "--version=7"],
+                             capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr[-3000:]
+    path = str(tmp_path / "out" / CLASSIFIER / "7")
+    assert process.stdout.strip() == f"{CLASSIFIER}: {path}"
+    with open(os.path.join(path, "assets", "labels.txt")) as f:
+        assert f.read().split() == LABELS
+    x, want = keras_outputs(exported, CLASSIFIER, "serving_default")
+    got, process = run_with_c_loader(c_runner, path, "serving_default", x, str(tmp_path))
+    assert got is not None, process.stderr[-3000:]
+    assert max(max_diffs(got, want).values()) <= TOLERANCE
 
 
 OP_LISTER = """

@@ -8,7 +8,13 @@ import os
 
 @dataclasses.dataclass
 class LabelledTexts:
-    """Texts (and optional second segments) with their label names."""
+    """Texts (and optional second segments) with their label names.
+
+    Example:
+    >>> data = LabelledTexts(["It rained.", "Sunny!"], None, ["bad", "good"])
+    >>> len(data)
+    2
+    """
 
     texts_a: list
     texts_b: list  # None for single-sentence tasks

@@ -20,7 +20,12 @@ BEST_MODEL, LABELS_FILE, RESULTS_FILE = "best.keras", "labels.txt", "dev_results
 
 @dataclasses.dataclass
 class FinetuningResult:
-    """What a run gave: per-epoch dev metrics, the best epoch, the majority-class baseline, the written paths."""
+    """What a run gave: per-epoch dev metrics, the best epoch, the majority-class baseline, the written paths.
+
+    Example:
+    >>> result.epochs[0], result.best_epoch, result.majority_baseline
+    ({'accuracy': 0.834, 'f1': 0.817, 'epoch': 1}, 3, 0.5)
+    """
 
     epochs: list
     best_epoch: int
@@ -42,7 +47,13 @@ def dev_metrics(labels, predictions, num_classes):
 
 class DevEvaluation(keras.callbacks.Callback):
     """After each epoch: prints `dev accuracy: 0.xxxx` (and `dev f1`), keeps the best weights in memory and on
-    disk as `best.keras`."""
+    disk as `best.keras`.
+
+    Example:
+    >>> evaluation = DevEvaluation(dev_features, dev_labels, num_classes=2, batch_size=64, best_path="best.keras")
+    >>> model.fit(train_features, train_labels, epochs=3, callbacks=[evaluation])
+    >>> model.set_weights(evaluation.best_weights)
+    """
 
     def __init__(self, features, labels, num_classes, batch_size, best_path, after_progress_bar=False):
         super().__init__()

@@ -20,10 +20,15 @@ def version_dir(output_dir, name, version=1):
     return os.path.join(output_dir, name, str(version))
 
 
-def _save(module, export_dir):
+def check_free(export_dir):
+    """Refuses to overwrite an exported version (TF Serving may be serving it)."""
     if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
         raise FileExistsError(f"{export_dir} already holds a SavedModel: TF Serving treats a version as immutable, "
                               f"so export to a new version number or remove the folder first.")
+
+
+def _save(module, export_dir):
+    check_free(export_dir)
     tf.saved_model.save(module, export_dir, signatures=module.signature_functions())
     logging.info("Wrote %s", export_dir)
     return export_dir
@@ -88,6 +93,8 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
     >>> export_model_dir("runs/demo", "exported")
     {'encoder': 'exported/encoder/1', 'encoder_mlm': 'exported/encoder_mlm/1', 'preprocessing': ...}
     """
+    for name in (ENCODER, ENCODER_MLM, PREPROCESSING):
+        check_free(version_dir(output_dir, name, version))
     vocab_file = vocab_file or vocab_path(model_dir)
     if vocab_file is None:
         raise FileNotFoundError(f"{model_dir} holds no vocab.txt: pass --vocab_file, the vocab the model was "
