@@ -7,31 +7,49 @@ MLM_DENOMINATOR_EPSILON = 1e-5
 
 
 def masked_lm_loss(logits, label_ids, label_weights):
-    """sum(w * -log p(label)) / (sum(w) + 1e-5), in float32. logits [B, P, V]; ids, weights [B, P]."""
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    label_ids = ops.cast(label_ids, "int32")
-    per_example = -ops.sum(log_probs * ops.one_hot(label_ids, ops.shape(logits)[-1], dtype="float32"), axis=-1)
+    """sum(w * -log p(label)) / (sum(w) + 1e-5), in float32. logits [B, P, V]; ids, weights [B, P].
+
+    -log p(label) is the original's -sum(one_hot * log_softmax), computed as logsumexp - label logit by the
+    backend's fused sparse cross-entropy: the same math without a [B, P, V] one-hot (a third of the step of a
+    small model at V=30522). A label outside [0, V) is an error here, where the one-hot silently gave 0.
+    """
+    per_example = sparse_cross_entropy(logits, label_ids)
     weights = ops.cast(label_weights, "float32")
     return ops.sum(weights * per_example) / (ops.sum(weights) + MLM_DENOMINATOR_EPSILON)
 
 
 def next_sentence_loss(logits, labels):
     """Mean cross-entropy of the [B, 2] logits against labels [B] or [B, 1]."""
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
-    labels = ops.reshape(ops.cast(labels, "int32"), (-1,))
-    return ops.mean(-ops.sum(log_probs * ops.one_hot(labels, 2, dtype="float32"), axis=-1))
+    return ops.mean(sparse_cross_entropy(logits, ops.reshape(labels, (-1,))))
+
+
+def sparse_cross_entropy(logits, labels):
+    """-log_softmax(logits)[label] in float32 along the last axis; labels have the logits' leading shape."""
+    return ops.sparse_categorical_crossentropy(ops.cast(labels, "int32"), ops.cast(logits, "float32"),
+                                               from_logits=True)
+
+
+def first_argmax(x):
+    """The index of the largest value along the last axis, the first one on ties (-0.0 == +0.0): what the
+    original's tf.argmax gives. Written as min(where(x == max, index, n)): two reductions that XLA fuses, where
+    keras' argmax adds four passes over the [B, P, V] logits to order -0.0 below +0.0 (measured at V=30522: 21 vs
+    32 ms without XLA, 14 vs 39 ms with it; top_k(k=1) is faster without XLA but 10x slower with it)."""
+    x = ops.cast(x, "float32")
+    size = ops.shape(x)[-1]
+    is_max = ops.equal(x, ops.max(x, axis=-1, keepdims=True))
+    return ops.min(ops.where(is_max, ops.arange(size, dtype="int32"), size), axis=-1)
 
 
 def masked_lm_accuracy(logits, label_ids, label_weights):
     """Weighted accuracy of argmax predictions at the masked positions (padding has weight 0)."""
-    correct = ops.cast(ops.equal(ops.argmax(logits, axis=-1), ops.cast(label_ids, "int32")), "float32")
+    correct = ops.cast(ops.equal(first_argmax(logits), ops.cast(label_ids, "int32")), "float32")
     weights = ops.cast(label_weights, "float32")
     return ops.sum(weights * correct) / ops.maximum(ops.sum(weights), MLM_DENOMINATOR_EPSILON)
 
 
 def next_sentence_accuracy(logits, labels):
     labels = ops.reshape(ops.cast(labels, "int32"), (-1,))
-    return ops.mean(ops.cast(ops.equal(ops.argmax(logits, axis=-1), labels), "float32"))
+    return ops.mean(ops.cast(ops.equal(first_argmax(logits), labels), "float32"))
 
 
 def pretraining_losses(outputs, features, use_next_sentence=True):
