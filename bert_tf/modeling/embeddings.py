@@ -73,7 +73,9 @@ class BertEmbeddings(keras.layers.Layer):
         x = x + ops.take(self.token_type_embeddings, input_type_ids, axis=0)
         length = ops.shape(input_word_ids)[1]
         if self.position_embedding_type == "learned":
-            positions = ops.slice(self.position_embeddings, (0, 0), (length, self.hidden_size))
+            # convert_to_tensor: under JAX (0.10) lax.slice no longer reads a Keras variable itself.
+            table = ops.convert_to_tensor(self.position_embeddings)
+            positions = ops.slice(table, (0, 0), (length, self.hidden_size))
         else:
             positions = sinusoidal_position_table(self.max_position_embeddings, self.hidden_size)
             positions = ops.cast(ops.slice(positions, (0, 0), (length, self.hidden_size)), x.dtype)
