@@ -20,6 +20,12 @@ class BertSelfAttention(keras.layers.Layer):
     """Multi-head self-attention with the original's variables: `query`, `key`, `value` dense layers with
     [H, H] kernels (the TF1 shapes, so conversion copies them as they are).
 
+    When no dropout applies to the attention probabilities (inference, or `attention_dropout_rate=0`), the same
+    math runs through `keras.ops.dot_product_attention` (`fused_attention`: cuDNN flash attention under JAX on a
+    GPU); in training with dropout, through explicit scores, softmax and dropout (`attention_with_dropout`), as
+    the original. Keras' TensorFlow backend has no fused kernel (its dot_product_attention is the same einsums),
+    so under TensorFlow the explicit path always runs and exported graphs keep their plain ops.
+
     Args:
         hidden_size: H.
         num_attention_heads: A; must divide H.
@@ -54,23 +60,31 @@ class BertSelfAttention(keras.layers.Layer):
         for dense in (self.query, self.key, self.value):
             dense.build(input_shape)
 
-    def _split_heads(self, x, batch, length):
-        x = ops.reshape(x, (batch, length, self.num_attention_heads, self.head_size))
-        return ops.transpose(x, (0, 2, 1, 3))  # [B, A, T, d]
-
     def call(self, x, mask_adder, training=None):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        q = self._split_heads(self.query(x), batch, length)
-        k = self._split_heads(self.key(x), batch, length)
-        v = self._split_heads(self.value(x), batch, length)
+        heads = (batch, length, self.num_attention_heads, self.head_size)
+        q, k, v = (ops.reshape(dense(x), heads) for dense in (self.query, self.key, self.value))  # [B, T, A, d]
+        if (training and self.attention_dropout_rate > 0) or keras.backend.backend() == "tensorflow":
+            context = self.attention_with_dropout(q, k, v, mask_adder, training)
+        else:
+            context = self.fused_attention(q, k, v, mask_adder)
+        return ops.reshape(context, (batch, length, self.hidden_size))
+
+    def fused_attention(self, q, k, v, mask_adder):
+        """`attention_with_dropout` without dropout, through `keras.ops.dot_product_attention`: one fused kernel
+        where the backend has one (cuDNN flash attention under JAX on a GPU), in the [B, T, A, d] layout."""
+        return ops.dot_product_attention(q, k, v, bias=mask_adder, scale=1.0 / math.sqrt(self.head_size))
+
+    def attention_with_dropout(self, q, k, v, mask_adder, training=None):
+        """softmax(q k^T / sqrt(d) + mask_adder) v with dropout on the probabilities, as the original;
+        q, k, v and the result are [B, T, A, d]."""
+        q, k, v = (ops.transpose(t, (0, 2, 1, 3)) for t in (q, k, v))  # [B, A, T, d]
         scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * (1.0 / math.sqrt(self.head_size))
         # Softmax in float32 under mixed precision.
         scores = ops.cast(scores, "float32") + ops.cast(mask_adder, "float32")
         probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probs = self.dropout(probs, training=training)
-        context = ops.matmul(probs, v)  # [B, A, T, d]
-        context = ops.transpose(context, (0, 2, 1, 3))
-        return ops.reshape(context, (batch, length, self.hidden_size))
+        return ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
 
     def compute_output_shape(self, input_shape, mask_shape=None):
         return input_shape
