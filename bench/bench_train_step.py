@@ -10,8 +10,9 @@ Crossentropy` weighted by `masked_lm_weights`, and the weighted `sparse_categori
 
 Both get the same batch (random ids, full-length sequences, sorted distinct predicted positions), the same
 optimizer and the same XLA setting: with XLA on, the forward and backward pass is compiled with XLA and the
-optimizer update is not (what `Trainer(jit_compile=True)` does). Each repeat times `--steps` steps of each model,
-alternating ours and theirs, after `--warmup` steps; the table shows medians over `--repeats`.
+optimizer update is not (what `Trainer(jit_compile=True)` does). After `--warmup` steps, each of `--repeats` repeats
+times about `--seconds` of steps of each model, in alternating order (AB BA ...); the table shows the median
+sequences/s of each and the median of the per-repeat ratios, which a slow spell of a shared machine hits alike.
 
 MFU (model FLOPs utilisation) follows `bert_tf.training.flops.training_flops_per_sequence`: 6 x weights x tokens for
 the dense layers of the encoder on all T tokens, 12 x L x T^2 x H for the attention scores and the weighted sum,
@@ -130,19 +131,30 @@ def keras_hub_peer(config, batch, xla):
     return lambda n: loop(iterator, tf.constant(n)).numpy()
 
 
-def time_pair(runners, batch_size, steps, warmup, repeats):
-    """Median sequences/s of each runner, their repeats interleaved so that slow spells hit both alike."""
+def time_pair(runners, batch_size, seconds, warmup, repeats):
+    """Median sequences/s of each runner and the median of their per-repeat ratios.
+
+    The repeats are short (about `seconds` per runner) and alternate the order (AB BA AB ...) so that a slow
+    spell of a shared machine hits both runners alike; the ratio of each repeat pair is robust to such spells.
+    """
+    step_seconds = []
     for run in runners:
         run(warmup)
+        start = time.perf_counter()
+        run(1)
+        step_seconds.append(time.perf_counter() - start)
+    steps = max(1, round(seconds / max(step_seconds)))
     rates = [[] for _ in runners]
-    for _ in range(repeats):
-        for run, rate in zip(runners, rates):
+    for repeat in range(repeats):
+        order = range(len(runners)) if repeat % 2 == 0 else reversed(range(len(runners)))
+        for i in order:
             start = time.perf_counter()
-            loss = run(steps)
-            rate.append(batch_size * steps / (time.perf_counter() - start))
+            loss = runners[i](steps)
+            rates[i].append(batch_size * steps / (time.perf_counter() - start))
             if not np.isfinite(loss):
                 raise SystemExit(f"Non-finite loss {loss}: the benchmark's models diverged.")
-    return [statistics.median(r) for r in rates]
+    ratios = [a / b for a, b in zip(*rates)]
+    return [statistics.median(r) for r in rates] + [statistics.median(ratios), steps]
 
 
 def header(args, peak):
@@ -153,7 +165,9 @@ def header(args, peak):
         f"python {platform.python_version()}, tensorflow {tf.__version__}, keras {keras.__version__}, "
         f"keras-hub {keras_hub.__version__}, numpy {np.__version__}",
         f"cpu: {cpu}, {os.cpu_count()} cores; peak (2048^2 fp32 matmul, best of 6): {peak / 1e9:.0f} GFLOP/s",
-        f"medians of {args.repeats} repeats x {args.steps} steps (after {args.warmup} warm-up steps); "
+        f"medians of {args.repeats} alternating repeats of ~{args.seconds:g} s per model (after {args.warmup} "
+        "warm-up steps); ratio = median of the per-repeat ratios; load average at start/end: "
+        f"{args.load_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         "optimizer: original AdamWeightDecay (wd 0.01, clip 1.0) for both; XLA = forward+backward compiled",
     ]
 
@@ -163,10 +177,11 @@ def main():
     parser.add_argument("--presets", default="tiny,mini", help="comma-separated BertConfig presets")
     parser.add_argument("--shapes", default="128,512", help="comma-separated sequence lengths (128, 512)")
     parser.add_argument("--xla", default="off,on", help="off, on or off,on")
-    parser.add_argument("--steps", type=int, default=8, help="steps per timed repeat")
+    parser.add_argument("--seconds", type=float, default=1.5, help="about how long one timed repeat runs")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps after tracing")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10, help="timed repeats per model (alternating)")
     args = parser.parse_args()
+    args.load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     for shape in args.shapes.split(","):
         if int(shape) not in SHAPES:
             parser.error(f"--shapes={args.shapes}: {shape} is not one of {sorted(SHAPES)}.")
@@ -182,17 +197,18 @@ def main():
             flops = training_flops_per_sequence(config, seq_length, num_predictions)
             for xla in args.xla.split(","):
                 on = xla == "on"
-                mine, theirs = time_pair([ours(config, batch, on), keras_hub_peer(config, batch, on)],
-                                         batch_size, args.steps, args.warmup, args.repeats)
-                results.append((preset, seq_length, batch_size, num_predictions, xla, mine, theirs, flops))
-                print(f"{preset} seq {seq_length} XLA {xla}: ours {mine:.1f} seq/s, keras-hub {theirs:.1f} seq/s",
-                      flush=True)
+                mine, theirs, ratio, steps = time_pair(
+                    [ours(config, batch, on), keras_hub_peer(config, batch, on)], batch_size, args.seconds,
+                    args.warmup, args.repeats)
+                results.append((preset, seq_length, batch_size, num_predictions, xla, mine, theirs, ratio, flops))
+                print(f"{preset} seq {seq_length} XLA {xla}: ours {mine:.1f} seq/s, keras-hub {theirs:.1f} seq/s, "
+                      f"ratio {ratio:.2f} ({args.repeats} x {steps} steps)", flush=True)
     peak = max(peak, measure_peak_flops("float32", size=2048))
     rows = ["| preset | seq | batch | preds | XLA | ours seq/s | keras-hub seq/s | ratio | ours tokens/s "
             "| ours MFU | keras-hub MFU |", "|---" * 11 + "|"]
-    for preset, seq_length, batch_size, num_predictions, xla, mine, theirs, flops in results:
+    for preset, seq_length, batch_size, num_predictions, xla, mine, theirs, ratio, flops in results:
         rows.append(f"| {preset} | {seq_length} | {batch_size} | {num_predictions} | {xla} | {mine:.1f} | "
-                    f"{theirs:.1f} | {mine / theirs:.2f} | {mine * seq_length:.0f} | "
+                    f"{theirs:.1f} | {ratio:.2f} | {mine * seq_length:.0f} | "
                     f"{100 * mine * flops / peak:.1f}% | {100 * theirs * flops / peak:.1f}% |")
     print("\n".join(header(args, peak) + [""] + rows))
 

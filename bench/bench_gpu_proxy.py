@@ -1,0 +1,238 @@
+"""GPU proxy: the pre-training step of bert_tf's Keras layers under the JAX backend, in bf16 (run by hand).
+
+The GPU machines have JAX with CUDA but no TensorFlow, so the TensorFlow training loop cannot run there; the
+layers of `bert_tf.modeling` are written with `keras.ops` only and run under `KERAS_BACKEND=jax`. This script
+times one pre-training step of `BertPretrainer` (masked LM tied to the word embeddings + NSP, the original
+losses) as a `jax.jit`-compiled function: `model.stateless_call` under `mixed_bfloat16` (float32 weights, bfloat16
+matmuls, LayerNorm and softmax in float32), `jax.value_and_grad`, global-norm clipping to 1.0, and the original
+AdamWeightDecay update (no bias correction, weight decay 0.01 except LayerNorm and biases) written in jax.numpy.
+
+Rows: the base and large presets at the phase-1 shapes (seq 128, 20 predictions), with the original dropout
+(attention probabilities through explicit softmax + dropout) and with attention dropout 0 (the layers then call
+`keras.ops.dot_product_attention`, which is cuDNN flash attention on Ampere or later GPUs). The masked-LM head
+computes its [P, V] logits only at the predicted positions.
+
+MFU = model FLOPs/s / the GPU's dense bf16 peak (H100 SXM and H200: 989 TFLOP/s; `--peak_tflops` for others).
+Model FLOPs per sequence follow the convention of `bert_tf.training.flops` (6 x weights x tokens for the encoder's
+dense layers on all T tokens, 12 x L x T^2 x H for attention, the masked-LM head only at the P predicted positions,
+pooler and NSP), repeated here because that module imports TensorFlow.
+
+    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py                   # on a GPU: base and large, batch 256
+    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --batch_size 128 --presets large
+    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --smoke           # anywhere: tiny preset, a few steps
+"""
+
+import argparse
+import functools
+import importlib.util
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+
+if os.environ.setdefault("KERAS_BACKEND", "jax") != "jax":
+    raise SystemExit(f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}: this benchmark runs under JAX; unset it or "
+                     "set KERAS_BACKEND=jax.")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Dense bf16 peaks (TFLOP/s, without sparsity) by the start of jax's device_kind.
+BF16_PEAK_TFLOPS = {"NVIDIA H100 80GB HBM3": 989.0, "NVIDIA H100 PCIe": 756.0, "NVIDIA H100 NVL": 835.0,
+                    "NVIDIA H200": 989.0, "NVIDIA A100": 312.0, "NVIDIA L4": 121.0}
+EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")  # the original's regexes
+
+
+def import_modeling():
+    """`bert_tf.config` and `bert_tf.modeling` without running `bert_tf/__init__.py`, which imports the
+    TensorFlow-based checkpoint code (the GPU machines have no TensorFlow)."""
+    if "bert_tf" not in sys.modules:
+        package = os.path.join(ROOT, "bert_tf")
+        spec = importlib.util.spec_from_file_location("bert_tf", os.path.join(package, "__init__.py"),
+                                                      submodule_search_locations=[package])
+        sys.modules["bert_tf"] = importlib.util.module_from_spec(spec)
+    from bert_tf.config import BertConfig
+    from bert_tf.modeling import BertPretrainer
+    return BertConfig, BertPretrainer
+
+
+def training_flops_per_sequence(config, seq_length, num_predictions):
+    """Model FLOPs of one training step on one sequence, as `bert_tf.training.flops` counts them."""
+    h, layers, inter, vocab = (config.hidden_size, config.num_hidden_layers, config.intermediate_size,
+                               config.vocab_size)
+    return float(6 * layers * (4 * h * h + 2 * h * inter) * seq_length + 12 * layers * seq_length ** 2 * h
+                 + 6 * num_predictions * (h * h + h * vocab) + 6 * (h * h + 2 * h))
+
+
+def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
+    """[CLS] A [SEP] B [SEP] with random ids, no padding, sorted distinct predicted positions."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(999, config.vocab_size, (batch, seq_length))
+    half = seq_length // 2
+    ids[:, 0], ids[:, half - 1], ids[:, -1] = 101, 102, 102
+    candidates = np.array([p for p in range(1, seq_length - 1) if p != half - 1])
+    positions = np.sort(np.stack([rng.choice(candidates, num_predictions, replace=False) for _ in range(batch)]), 1)
+    features = {
+        "input_word_ids": ids, "input_mask": np.ones((batch, seq_length)),
+        "input_type_ids": (np.arange(seq_length)[None, :] >= half).repeat(batch, 0),
+        "masked_lm_positions": positions,
+        "masked_lm_ids": rng.integers(999, config.vocab_size, (batch, num_predictions)),
+        "masked_lm_weights": np.ones((batch, num_predictions)),
+        "next_sentence_labels": rng.integers(0, 2, (batch, 1)),
+    }
+    return {k: jnp.asarray(v, jnp.float32 if k == "masked_lm_weights" else jnp.int32) for k, v in features.items()}
+
+
+def adam_weight_decay(grads, params, state, decays, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                      weight_decay_rate=0.01, clip_norm=1.0):
+    """The original AdamWeightDecay after global-norm clipping: m/(sqrt(v)+eps) + wd*p, no bias correction."""
+    norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads))
+    scale = clip_norm / jnp.maximum(norm, clip_norm)
+    new_params, new_m, new_v = [], [], []
+    for g, p, m, v, decay in zip(grads, params, state["m"], state["v"], decays):
+        g = g * scale
+        m = beta_1 * m + (1.0 - beta_1) * g
+        v = beta_2 * v + (1.0 - beta_2) * jnp.square(g)
+        update = m / (jnp.sqrt(v) + epsilon)
+        if decay:
+            update = update + weight_decay_rate * p
+        new_params.append(p - learning_rate * update)
+        new_m.append(m)
+        new_v.append(v)
+    return new_params, {"m": new_m, "v": new_v}, norm
+
+
+def make_train_step(model):
+    """A jitted step (trainable, non-trainable, optimizer state, batch) -> the same, updated, and the metrics."""
+    decays = tuple(not any(re.search(p, v.path) for p in EXCLUDE_FROM_WEIGHT_DECAY)
+                   for v in model.trainable_variables)
+
+    def loss_fn(trainable, non_trainable, batch):
+        outputs, non_trainable = model.stateless_call(trainable, non_trainable, batch, training=True)
+        losses = model.compute_losses(outputs, batch)
+        return losses["loss"], (non_trainable, losses)
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
+    def train_step(trainable, non_trainable, optimizer_state, batch):
+        (_, (non_trainable, losses)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            trainable, non_trainable, batch)
+        trainable, optimizer_state, grad_norm = adam_weight_decay(grads, trainable, optimizer_state, decays, 1e-4)
+        return trainable, non_trainable, optimizer_state, dict(losses, grad_norm=grad_norm)
+
+    return train_step
+
+
+def time_training(BertPretrainer, config, batch, steps, repeats):
+    """Median seconds per step over `repeats` runs of `steps` steps, after one compiling and one warm-up run."""
+    keras.utils.set_random_seed(0)
+    model = BertPretrainer(config, dtype="mixed_bfloat16")
+    state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables])
+    state += ({"m": [jnp.zeros_like(p) for p in state[0]], "v": [jnp.zeros_like(p) for p in state[0]]},)
+    train_step = make_train_step(model)
+
+    def run(n):
+        nonlocal state
+        for _ in range(n):
+            *new_state, metrics = train_step(*state, batch)
+            state = tuple(new_state)
+        loss = float(metrics["loss"])  # waits for the device
+        if not np.isfinite(loss):
+            raise SystemExit(f"Non-finite loss {loss} in the benchmark's step.")
+        return metrics
+
+    start = time.perf_counter()
+    run(1)
+    compile_seconds = time.perf_counter() - start
+    run(steps)
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        metrics = run(steps)
+        seconds.append((time.perf_counter() - start) / steps)
+    return statistics.median(seconds), compile_seconds, {k: float(v) for k, v in metrics.items()}
+
+
+def measured_peak_flops(size, dtype=jnp.bfloat16, seconds=0.3):
+    """FLOP/s of a jitted [size, size] matmul chain in `dtype` (the peak where no data sheet applies)."""
+    a = jnp.asarray(np.random.default_rng(0).normal(size=(size, size)) / np.sqrt(size), dtype)
+
+    @functools.partial(jax.jit, static_argnums=1)
+    def chain(x, n):
+        for _ in range(n):
+            x = x @ a
+        return x
+
+    chain(a, 8).block_until_ready()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        chain(a, 8).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return 8 * 2.0 * size ** 3 / best
+
+
+def peak_flops(args, device):
+    """(FLOP/s, how it was found): --peak_tflops, else the data-sheet bf16 peak of a known GPU, else measured."""
+    if args.peak_tflops:
+        return args.peak_tflops * 1e12, "--peak_tflops"
+    for kind, tflops in BF16_PEAK_TFLOPS.items():
+        if device.device_kind.startswith(kind):
+            return tflops * 1e12, f"dense bf16 data sheet for {kind}"
+    size = 1024 if args.smoke else 8192
+    return measured_peak_flops(size), f"measured: {size}^2 bf16 jnp matmul, best of 3"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--presets", default="base,large", help="comma-separated BertConfig presets")
+    parser.add_argument("--batch_size", type=int, default=256)
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--predictions", type=int, default=20, help="masked-LM predictions per sequence")
+    parser.add_argument("--steps", type=int, default=10, help="steps per timed repeat")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--peak_tflops", type=float, help="the device's peak bf16 TFLOP/s (default: known or "
+                                                          "measured)")
+    parser.add_argument("--smoke", action="store_true", help="tiny preset, batch 8, 2 steps x 2 repeats: checks the "
+                                                             "script anywhere (CPU included)")
+    args = parser.parse_args()
+    if args.smoke:
+        args.presets, args.batch_size, args.steps, args.repeats = "tiny", 8, 2, 2
+
+    BertConfig, BertPretrainer = import_modeling()
+    device = jax.devices()[0]
+    peak, peak_source = peak_flops(args, device)
+    lines = [
+        f"command: KERAS_BACKEND=jax {os.path.basename(sys.executable)} {' '.join(sys.argv)}",
+        f"python {platform.python_version()}, jax {jax.__version__}, keras {keras.__version__}, numpy "
+        f"{np.__version__}; device: {device.device_kind} ({device.platform}, {jax.device_count()} visible, one used)",
+        f"peak: {peak / 1e12:.1f} TFLOP/s ({peak_source}); mixed_bfloat16; batch {args.batch_size}, seq "
+        f"{args.seq_length}, {args.predictions} predictions; median of {args.repeats} x {args.steps} steps",
+        "",
+        "| preset | attention | dropout (hidden / attention) | seq/s | tokens/s | ms/step | MFU | compile s | loss |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(lines), flush=True)
+    for preset in args.presets.split(","):
+        base = BertConfig.preset(preset)
+        batch = synthetic_batch(base, args.batch_size, args.seq_length, args.predictions)
+        flops = training_flops_per_sequence(base, args.seq_length, args.predictions)
+        for attention, config in (("explicit softmax + dropout", base),
+                                  ("fused dot_product_attention", base.replace(attention_probs_dropout_prob=0.0))):
+            seconds, compile_seconds, metrics = time_training(BertPretrainer, config, batch, args.steps,
+                                                              args.repeats)
+            rate = args.batch_size / seconds
+            row = (f"| {preset} | {attention} | {config.hidden_dropout_prob:g} / "
+                   f"{config.attention_probs_dropout_prob:g} | {rate:.1f} | {rate * args.seq_length:.0f} | "
+                   f"{1000 * seconds:.1f} | {100 * rate * flops / peak:.1f}% | {compile_seconds:.1f} | "
+                   f"{metrics['loss']:.3f} |")
+            lines.append(row)
+            print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
