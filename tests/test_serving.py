@@ -4,6 +4,7 @@ TensorFlow ops only; the reusable-SavedModel attributes are there; bad inputs fa
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -183,7 +184,12 @@ def test_encoder_is_a_reusable_savedmodel_with_its_assets(exported, uncased_voca
     path = exported["paths"]["encoder"]
     encoder = exported["pretrainer"].encoder
     loaded = tf.saved_model.load(path)
-    assert [v.name for v in loaded.variables] == [f"{w.path}:0" for w in encoder.variables]
+    # Dropout RNG states are named by a process-wide counter (seed_generator_N), which differs between the
+    # exporting process and this one; the weights keep their TF1 names exactly.
+    def names(items):
+        return [re.sub(r"^seed_generator_\d+/", "seed_generator/", name) for name in items]
+
+    assert names(v.name for v in loaded.variables) == names(f"{w.path}:0" for w in encoder.variables)
     assert [v.name for v in loaded.trainable_variables] == [f"{w.path}:0" for w in encoder.trainable_weights]
     assert len(loaded.trainable_variables) == 39 and list(loaded.regularization_losses) == []
     assert bool(loaded.do_lower_case.numpy()) is True
