@@ -198,9 +198,22 @@ def test_layout_no_special_token_masked_segments_as_specified(bible_run, tokeniz
     assert segments.tolist() == [0] * (first_sep + 1) + [1] * (length - first_sep - 1) + [0] * (128 - length)
 
 
+# The original run_pretraining.py's `name_to_features`, copied literally (not derived from this package's spec).
+ORIGINAL_NAME_TO_FEATURES = {
+    "input_ids": tf.io.FixedLenFeature([128], tf.int64),
+    "input_mask": tf.io.FixedLenFeature([128], tf.int64),
+    "segment_ids": tf.io.FixedLenFeature([128], tf.int64),
+    "masked_lm_positions": tf.io.FixedLenFeature([20], tf.int64),
+    "masked_lm_ids": tf.io.FixedLenFeature([20], tf.int64),
+    "masked_lm_weights": tf.io.FixedLenFeature([20], tf.float32),
+    "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+}
+
+
 def test_records_parse_with_exactly_the_original_feature_spec(bible_run):
     _, files, _ = bible_run
-    spec = feature_spec(128, 20)
+    assert feature_spec(128, 20) == ORIGINAL_NAME_TO_FEATURES
+    spec = ORIGINAL_NAME_TO_FEATURES
     for serialized in tf.data.TFRecordDataset(files[0]).take(50):
         assert set(tf.train.Example.FromString(serialized.numpy()).features.feature) == set(spec)
         parsed = tf.io.parse_single_example(serialized, spec)

@@ -6,6 +6,7 @@ import re
 
 import keras
 import numpy as np
+import tensorflow as tf
 import pytest
 from keras import ops
 
@@ -154,15 +155,22 @@ def test_dropout_only_in_training(tiny_config):
 
 
 def test_initializers_are_truncated_normal_002_and_zero_bias(tiny_config):
-    model = BertPretrainer(tiny_config.replace(vocab_size=2000))
+    model = BertPretrainer(tiny_config.replace(vocab_size=2000, hidden_size=64, intermediate_size=128))
     table = model.encoder.word_embeddings.numpy()
     # Truncated at 2 stddev: std shrinks to 0.88 * 0.02, nothing beyond 0.04.
     assert abs(table.std() - 0.0176) < 0.001 and np.abs(table).max() <= 0.04
+    matrices = 0
     for v in model.weights:
         if v.path.endswith("bias") or v.path.endswith("beta"):
             assert not v.numpy().any(), v.path
-        if v.path.endswith("gamma"):
+        elif v.path.endswith("gamma"):
             assert (v.numpy() == 1).all(), v.path
+        elif "seed_generator" not in v.path:
+            # Every kernel and embedding table (pooler, NSP and MLM transform included), not only the word table.
+            values = v.numpy()
+            assert abs(values.std() - 0.0176) < 0.0025 and np.abs(values).max() <= 0.04, v.path
+            matrices += 1
+    assert matrices == 3 + 6 * tiny_config.num_hidden_layers + 3  # embeddings, blocks, pooler/transform/NSP
 
 
 def test_layer_norm_epsilon_is_1e_12_everywhere(tiny_config):
@@ -221,6 +229,11 @@ def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32(tiny_config):
     np.testing.assert_allclose(ops.convert_to_numpy(ops.cast(out["mlm_logits"], "float32")),
                                ops.convert_to_numpy(ref["mlm_logits"]), atol=0.1)
     assert np.isfinite(float(mixed.compute_losses(out, f)["loss"]))
+    # The attention softmax runs in float32 although the scores come from bfloat16 matmuls.
+    graph = tf.function(lambda x: mixed(x, training=True)).get_concrete_function(
+        {k: tf.TensorSpec(v.shape, v.dtype) for k, v in f.items()}).graph
+    softmax_dtypes = [op.get_attr("T") for op in graph.get_operations() if op.type == "Softmax"]
+    assert softmax_dtypes == [tf.float32] * tiny_config.num_hidden_layers
 
 
 def _round_trip(layer, call):
