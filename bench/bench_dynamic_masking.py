@@ -30,6 +30,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
 
+from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
+
 from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents  # noqa: E402
 from bert_tf.inputs.document_instances import next_sentence_instances  # noqa: E402
 from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
@@ -138,6 +140,7 @@ def main():
     parser.add_argument("--seconds", type=float, default=5.0, help="timed seconds per pipeline")
     parser.add_argument("--batch_size", type=int, default=64)
     args = parser.parse_args()
+    print("\n".join(run_header()), flush=True)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.config.threading.set_intra_op_parallelism_threads(1)
 
@@ -147,6 +150,7 @@ def main():
     tokenizer = tf_text.FastBertTokenizer(masker.vocab, token_out_type=tf.int32, lower_case_nfd_strip_accents=True)
     with tempfile.TemporaryDirectory(prefix="bench_dynamic_masking_") as work:
         run(args, masker, wwm_masker, tokenizer, work)
+    print(f"load average at the end: {load_average()}")
 
 if __name__ == "__main__":
     main()

@@ -28,7 +28,6 @@ reached in the same training time. The models run one after the other, so run it
 import argparse
 import importlib.util
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -41,8 +40,9 @@ warnings.filterwarnings("ignore", category=UserWarning, module="keras")
 
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
@@ -212,7 +212,7 @@ def main():
     for name in args.models.split(","):
         if name not in ("ours", "keras_hub"):
             parser.error(f"--models={args.models}: {name!r} is not one of ours, keras_hub.")
-    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    start_lines = run_header()
 
     with tempfile.TemporaryDirectory() as temporary:
         work_dir = args.work_dir or temporary
@@ -229,10 +229,7 @@ def main():
             runs[name], curves[name] = progress.summary(), progress.curve
 
     lines = [
-        f"command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}",
-        f"python {platform.python_version()}, tensorflow {tf.__version__}, keras {keras.__version__}, "
-        f"keras-hub {keras_hub.__version__}, numpy {np.__version__}; {os.cpu_count()} cores; load average at "
-        f"start/end {load_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        *start_lines, f"load average at the end: {load_average()}",
         f"data: World English Bible, {chapters['train']} training chapters (dupe_factor {args.dupe_factor}), "
         f"{chapters['heldout']} held-out chapters ({len(batches) * args.batch_size} sequences); records made in "
         f"{data_seconds:.0f} s",

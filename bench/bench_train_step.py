@@ -25,9 +25,7 @@ The peak is the measured FLOP/s of a 2048 x 2048 fp32 matmul on this machine (th
 
 import argparse
 import os
-import platform
 import statistics
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -36,6 +34,8 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.modeling import BertPretrainer  # noqa: E402
@@ -158,16 +158,12 @@ def time_pair(runners, batch_size, seconds, warmup, repeats):
 
 
 def header(args, peak):
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
+    command, versions, machine = run_header()
     return [
-        f"command: {' '.join([os.path.basename(sys.executable)] + sys.argv)}",
-        f"python {platform.python_version()}, tensorflow {tf.__version__}, keras {keras.__version__}, "
-        f"keras-hub {keras_hub.__version__}, numpy {np.__version__}",
-        f"cpu: {cpu}, {os.cpu_count()} cores; peak (2048^2 fp32 matmul, best of 6): {peak / 1e9:.0f} GFLOP/s",
+        command, versions, f"{machine.split('; ')[0]}; peak (2048^2 fp32 matmul, best of 6): {peak / 1e9:.0f} GFLOP/s",
         f"medians of {args.repeats} alternating repeats of ~{args.seconds:g} s per model (after {args.warmup} "
         "warm-up steps); ratio = median of the per-repeat ratios; load average at start/end: "
-        f"{args.load_start} / {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+        f"{args.load_start} / {load_average()}",
         "optimizer: original AdamWeightDecay (wd 0.01, clip 1.0) for both; XLA = forward+backward compiled",
     ]
 
@@ -181,7 +177,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps after tracing")
     parser.add_argument("--repeats", type=int, default=10, help="timed repeats per model (alternating)")
     args = parser.parse_args()
-    args.load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    args.load_start = load_average()
     for shape in args.shapes.split(","):
         if int(shape) not in SHAPES:
             parser.error(f"--shapes={args.shapes}: {shape} is not one of {sorted(SHAPES)}.")

@@ -10,7 +10,7 @@ import tensorflow as tf
 import pytest
 from keras import ops
 
-from bert_tf import BertConfig, BertEncoder, BertPretrainer
+from bert_tf import BertEncoder, BertPretrainer
 from bert_tf.modeling import (BertEmbeddings, BertSelfAttention, MaskedLMHead, NextSentenceHead, TransformerBlock,
                               attention_mask_adder, gelu, gelu_tanh)
 from bert_tf.modeling.embeddings import sinusoidal_position_table
