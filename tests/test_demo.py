@@ -71,7 +71,7 @@ def test_demo_predictions_come_from_the_exported_savedmodels(demo):
     output_dir, process = demo
     with open(output_dir / RESULTS_FILE) as f:
         results = json.load(f)
-    assert [(p["sentence"], p["word"]) for p in results["predictions"]] == [list(s) for s in PREDICTION_SENTENCES]
+    assert [(p["sentence"], p["word"]) for p in results["predictions"]] == list(PREDICTION_SENTENCES)
     for item in results["predictions"]:
         probabilities = [p for _, p in item["predictions"]]
         assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
