@@ -1,5 +1,6 @@
-"""Fine-tuning with Keras fit: the native task models, the optimizer, and the two wrappers of an exported encoder
-(Keras 3 TFSMLayer, tf-keras hub.KerasLayer) whose weights fit moves and whose dropout runs only in training."""
+"""Fine-tuning with Keras fit: the native task models (trained with the AdamW warmup/decay optimizer, saved as
+.keras, exported for serving), the optimizer, and the two wrappers of an exported encoder (Keras 3 TFSMLayer,
+tf-keras hub.KerasLayer) whose weights fit moves and whose dropout runs only in training."""
 
 import os
 
@@ -11,9 +12,10 @@ import tensorflow as tf
 from bert_tf import BertPretrainer
 from bert_tf.finetuning import (BertClassifier, BertSpanQA, BertTokenClassifier, SavedModelEncoder,
                                 create_finetuning_optimizer)
-from bert_tf.serving import export_encoder
+from bert_tf.serving import export_classifier, export_encoder, export_span_qa, non_core_ops
 
 XENT = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+TOLERANCE = 1e-5
 
 
 def pair_task(seed=0, count=64, length=12, vocab_size=64):
@@ -40,6 +42,28 @@ def moved(before, after):
     return max(float(np.max(np.abs(a - b))) for a, b in zip(before, after))
 
 
+def reloaded_from_keras_file(model, path, x):
+    """`model` saved as .keras and loaded back: same class, same inference outputs."""
+    model.save(path)
+    reloaded = keras.models.load_model(path)
+    assert type(reloaded) is type(model)
+    for got, want in zip(keras.tree.flatten(reloaded(x)), keras.tree.flatten(model(x))):
+        np.testing.assert_array_equal(keras.ops.convert_to_numpy(got), keras.ops.convert_to_numpy(want))
+    return reloaded
+
+
+def check_served(export_dir, x, want):
+    """The exported SavedModel, loaded back, gives `want` (the Keras outputs) to 1e-5 on core TensorFlow ops."""
+    loaded = tf.saved_model.load(export_dir)
+    got = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in x.items()})
+    assert sorted(got) == sorted(want)
+    for name, value in want.items():
+        assert got[name].shape == value.shape, name
+        assert np.max(np.abs(got[name].numpy().astype(np.float64) - value)) <= TOLERANCE, name
+    assert non_core_ops(export_dir) == []
+    return loaded
+
+
 def test_classifier_on_pairs_trains_saves_as_keras_and_round_trips_its_config(tiny_config, tmp_path):
     keras.utils.set_random_seed(0)
     x, y = pair_task()
@@ -64,23 +88,37 @@ def test_classifier_on_pairs_trains_saves_as_keras_and_round_trips_its_config(ti
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(model(x)), keras.ops.convert_to_numpy(model(x)))
 
 
-def test_token_classifier_learns_tags_and_ignores_padding(tiny_config):
+def test_token_classifier_learns_tags_ignores_padding_and_serves_per_token_probabilities(tiny_config, tmp_path):
     keras.utils.set_random_seed(1)
     x, _ = pair_task(seed=1)
     tags = (x["input_word_ids"] % 3).astype(np.int32)
     model = BertTokenClassifier(tiny_config, num_classes=3)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss=XENT)
+    model.compile(optimizer=create_finetuning_optimizer(1e-2, num_train_steps=32), loss=XENT)
     first = model.evaluate(x, tags, sample_weight=x["input_mask"], verbose=0)
     model.fit(x, tags, sample_weight=x["input_mask"], batch_size=16, epochs=8, verbose=0)
     last = model.evaluate(x, tags, sample_weight=x["input_mask"], verbose=0)
+    # The whole schedule ran: 32 steps, the learning rate warmed up and decayed back to 0.
+    assert int(model.optimizer.iterations) == 32 and float(model.optimizer.learning_rate) == 0.0
     assert keras.ops.convert_to_numpy(model(x)).shape == (64, 12, 3)
     assert last < first - 0.2, (first, last)
     # Padding carries no weight: random labels there leave the loss unchanged.
     noisy = np.where(x["input_mask"] == 1, tags, np.random.default_rng(0).integers(0, 3, tags.shape))
     assert model.evaluate(x, noisy, sample_weight=x["input_mask"], verbose=0) == pytest.approx(last, rel=1e-5)
 
+    reloaded = reloaded_from_keras_file(model, str(tmp_path / "tagger.keras"), x)
+    export_dir = export_classifier(reloaded, str(tmp_path / "token_classifier" / "1"), ["zero", "one", "two"])
+    probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(model(x), -1))
+    loaded = check_served(export_dir, x, {"probabilities": probabilities,
+                                          "label_ids": probabilities.argmax(-1).astype(np.int32)})
+    with open(loaded.labels_file.asset_path.numpy().decode()) as f:
+        assert f.read() == "zero\none\ntwo\n"
+    # The served tags are what training taught: nearly every real token gets its tag.
+    served = loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in x.items()})["label_ids"].numpy()
+    real = x["input_mask"] == 1
+    assert np.mean(served[real] == tags[real]) >= 0.9
 
-def test_span_qa_learns_start_and_end_with_the_original_mean_loss(tiny_config, tmp_path):
+
+def test_span_qa_learns_start_and_end_with_the_original_mean_loss_and_serves_its_logits(tiny_config, tmp_path):
     keras.utils.set_random_seed(2)
     x, _ = pair_task(seed=2)
     rng = np.random.default_rng(2)
@@ -91,19 +129,25 @@ def test_span_qa_learns_start_and_end_with_the_original_mean_loss(tiny_config, t
     x["input_word_ids"][np.arange(64), end] = 9
     y = {"start_logits": start.astype(np.int32), "end_logits": end.astype(np.int32)}
     model = BertSpanQA(tiny_config)
-    model.compile(optimizer=keras.optimizers.Adam(3e-3), loss={"start_logits": XENT, "end_logits": XENT},
+    model.compile(optimizer=create_finetuning_optimizer(1e-2, num_train_steps=40),
+                  loss={"start_logits": XENT, "end_logits": XENT},
                   loss_weights={"start_logits": 0.5, "end_logits": 0.5})
     first = model.evaluate(x, y, verbose=0, return_dict=True)
     assert first["loss"] == pytest.approx(0.5 * (first["start_logits_loss"] + first["end_logits_loss"]), rel=1e-4)
     model.fit(x, y, batch_size=16, epochs=10, verbose=0)
     last = model.evaluate(x, y, verbose=0, return_dict=True)
+    assert int(model.optimizer.iterations) == 40 and float(model.optimizer.learning_rate) == 0.0
     assert last["loss"] < first["loss"] - 0.5, (first, last)
-    outputs = model(x)
-    assert keras.ops.convert_to_numpy(outputs["start_logits"]).shape == (64, 12)
-    model.save(str(tmp_path / "qa.keras"))
-    reloaded = keras.models.load_model(str(tmp_path / "qa.keras"))
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(reloaded(x)["end_logits"]),
-                                  keras.ops.convert_to_numpy(outputs["end_logits"]))
+    outputs = {k: keras.ops.convert_to_numpy(v) for k, v in model(x).items()}
+    assert outputs["start_logits"].shape == (64, 12)
+
+    reloaded = reloaded_from_keras_file(model, str(tmp_path / "qa.keras"), x)
+    export_dir = export_span_qa(reloaded, str(tmp_path / "span_qa" / "1"))
+    loaded = check_served(export_dir, x, outputs)
+    # The input checks of the encoder: a sequence past max_position_embeddings fails naming the limit.
+    too_long = {k: np.concatenate([v, v, v], axis=1) for k, v in x.items()}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_position_embeddings=32"):
+        loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in too_long.items()})
 
 
 def test_optimizer_warms_up_decays_and_spares_layer_norm_and_biases():

@@ -15,20 +15,24 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertPretrainer
 from bert_tf.checkpoints.model_dir import write_model_dir
-from bert_tf.finetuning import BertClassifier
-from bert_tf.serving import CLASSIFIER, export_classifier, load_encoder_from_saved_model, version_dir
+from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier
+from bert_tf.serving import (CLASSIFIER, SPAN_QA, TOKEN_CLASSIFIER, export_classifier, export_span_qa,
+                             load_encoder_from_saved_model, version_dir)
 from saved_model_runners import compile_c_runner, run_with_c_loader, run_with_saved_model_cli
 
 BIN = os.path.dirname(sys.executable)
 TOLERANCE = 1e-5
 MAX_POSITIONS = 32
 LABELS = ["joy", "anger", "fear"]
+TAGS = ["O", "B-LOC", "I-LOC", "B-PER"]
+TASK_MODELS = (CLASSIFIER, TOKEN_CLASSIFIER, SPAN_QA)
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory, uncased_vocab):
     """A random tiny model (real uncased vocab) written as a checkpoint dir, exported by the bert-export CLI, plus
-    a classifier on the same encoder exported with export_classifier."""
+    a classifier, a token classifier and a span QA model on the same encoder, exported with export_classifier and
+    export_span_qa."""
     root = tmp_path_factory.mktemp("serving")
     keras.utils.set_random_seed(3)
     config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -40,9 +44,15 @@ def exported(tmp_path_factory, uncased_vocab):
                              capture_output=True, text=True, timeout=300)
     assert process.returncode == 0, process.stderr[-3000:]
     paths = dict(line.split(": ", 1) for line in process.stdout.splitlines())
-    classifier = BertClassifier(pretrainer.encoder, num_classes=len(LABELS))
-    paths[CLASSIFIER] = export_classifier(classifier, version_dir(str(root / "out"), CLASSIFIER), LABELS)
-    return {"root": root, "pretrainer": pretrainer, "classifier": classifier, "paths": paths}
+    task_models = {CLASSIFIER: BertClassifier(pretrainer.encoder, num_classes=len(LABELS)),
+                   TOKEN_CLASSIFIER: BertTokenClassifier(pretrainer.encoder, num_classes=len(TAGS)),
+                   SPAN_QA: BertSpanQA(pretrainer.encoder)}
+    out = str(root / "out")
+    paths[CLASSIFIER] = export_classifier(task_models[CLASSIFIER], version_dir(out, CLASSIFIER), LABELS)
+    paths[TOKEN_CLASSIFIER] = export_classifier(task_models[TOKEN_CLASSIFIER], version_dir(out, TOKEN_CLASSIFIER),
+                                                TAGS)
+    paths[SPAN_QA] = export_span_qa(task_models[SPAN_QA], version_dir(out, SPAN_QA))
+    return {"root": root, "pretrainer": pretrainer, "task_models": task_models, "paths": paths}
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +76,14 @@ POSITIONS = np.array([[1, 5, 11], [0, 2, 6], [1, 2, 0]], np.int32)
 def keras_outputs(exported, model_name, signature):
     """The in-process Keras outputs a signature must reproduce."""
     x = example_inputs()
-    pretrainer, classifier = exported["pretrainer"], exported["classifier"]
-    if model_name == CLASSIFIER:
-        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(classifier(x, training=False), -1))
+    pretrainer = exported["pretrainer"]
+    if model_name in (CLASSIFIER, TOKEN_CLASSIFIER):
+        logits = exported["task_models"][model_name](x, training=False)
+        probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits, -1))
         return x, {"probabilities": probabilities, "label_ids": probabilities.argmax(-1).astype(np.int32)}
+    if model_name == SPAN_QA:
+        outputs = exported["task_models"][SPAN_QA](x, training=False)
+        return x, {name: keras.ops.convert_to_numpy(value) for name, value in outputs.items()}
     if signature == "mlm":
         x = dict(x, masked_lm_positions=POSITIONS)
         return x, {"mlm_logits": keras.ops.convert_to_numpy(pretrainer(x, training=False)["mlm_logits"])}
@@ -79,11 +93,12 @@ def keras_outputs(exported, model_name, signature):
 
 def max_diffs(got, want):
     assert sorted(got) == sorted(want)
+    assert all(np.shape(got[k]) == want[k].shape for k in want), {k: np.shape(v) for k, v in got.items()}
     return {k: float(np.max(np.abs(np.asarray(got[k], np.float64) - want[k]))) for k in want}
 
 
 CASES = [("encoder", "serving_default"), ("encoder_mlm", "serving_default"), ("encoder_mlm", "mlm"),
-         (CLASSIFIER, "serving_default")]
+         (CLASSIFIER, "serving_default"), (TOKEN_CLASSIFIER, "serving_default"), (SPAN_QA, "serving_default")]
 
 
 @pytest.mark.parametrize("model_name,signature", CASES)
@@ -114,19 +129,24 @@ def test_saved_model_cli_run_gives_the_keras_outputs(exported, tmp_path):
     assert max(diffs.values()) <= TOLERANCE
 
 
-def test_bert_export_writes_the_serving_model_of_a_keras_classifier(exported, c_runner, tmp_path):
-    """A fine-tuned classifier saved as .keras (with labels.txt beside it) -> classifier/<version>."""
-    exported["classifier"].save(str(tmp_path / "best.keras"))
-    (tmp_path / "labels.txt").write_text("".join(f"{label}\n" for label in LABELS))
+@pytest.mark.parametrize("model_name", TASK_MODELS)
+def test_bert_export_writes_the_serving_model_of_a_keras_task_model(exported, c_runner, tmp_path, model_name):
+    """A fine-tuned model saved as .keras (a classifier with labels.txt beside it) -> <model_name>/<version>."""
+    exported["task_models"][model_name].save(str(tmp_path / "best.keras"))
+    labels = {CLASSIFIER: LABELS, TOKEN_CLASSIFIER: TAGS}.get(model_name)
+    if labels:
+        (tmp_path / "labels.txt").write_text("".join(f"{label}\n" for label in labels))
     process = subprocess.run([os.path.join(BIN, "bert-export"), f"--keras_model={tmp_path / 'best.keras'}",
                               f"--output_dir={tmp_path / 'out'}", "--version=7"],
                              capture_output=True, text=True, timeout=300)
     assert process.returncode == 0, process.stderr[-3000:]
-    path = str(tmp_path / "out" / CLASSIFIER / "7")
-    assert process.stdout.strip() == f"{CLASSIFIER}: {path}"
-    with open(os.path.join(path, "assets", "labels.txt")) as f:
-        assert f.read().split() == LABELS
-    x, want = keras_outputs(exported, CLASSIFIER, "serving_default")
+    path = str(tmp_path / "out" / model_name / "7")
+    assert process.stdout.strip() == f"{model_name}: {path}"
+    assert os.path.exists(os.path.join(path, "assets", "labels.txt")) == bool(labels)
+    if labels:
+        with open(os.path.join(path, "assets", "labels.txt")) as f:
+            assert f.read().split() == labels
+    x, want = keras_outputs(exported, model_name, "serving_default")
     got, process = run_with_c_loader(c_runner, path, "serving_default", x, str(tmp_path))
     assert got is not None, process.stderr[-3000:]
     assert max(max_diffs(got, want).values()) <= TOLERANCE
@@ -150,7 +170,7 @@ def test_serving_graphs_use_core_tensorflow_ops_only(exported):
     assert process.returncode == 0, process.stderr[-3000:]
     result = json.loads(process.stdout.splitlines()[-1])
     assert result.pop("tensorflow_text_imported") is False
-    for name in ("encoder", "encoder_mlm", CLASSIFIER):
+    for name in ("encoder", "encoder_mlm") + TASK_MODELS:
         ops = result[paths[name]]
         assert result[paths[name]]["non_core"] == [], name
         # The ops inside the functions are listed too, not only the outer call.

@@ -5,7 +5,9 @@
          exported/encoder_mlm/1    the same plus the `mlm` signature (masked_lm_positions -> mlm_logits)
          exported/preprocessing/1  text -> ids on tensorflow-text (`tokenize`, `bert_pack_inputs`, signatures)
   bert-export --keras_model=finetuned/best.keras --output_dir=exported
-      -> exported/classifier/1     a fine-tuned BertClassifier: ids -> probabilities, label_ids
+      -> exported/classifier/1        a fine-tuned BertClassifier: ids -> probabilities, label_ids
+         exported/token_classifier/1  (a BertTokenClassifier) ids -> per-token probabilities, label_ids
+         exported/span_qa/1           (a BertSpanQA) ids -> start_logits, end_logits
 
 --model_dir is a directory written by bert-convert or bert-pretrain. A wrong flag or input ends it with exit
 status 1 and one line naming the cause.
@@ -20,10 +22,11 @@ FLAGS = flags.FLAGS
 
 flags.DEFINE_string("model_dir", None, "Checkpoint directory from bert-convert or bert-pretrain (bert_config.json, "
                     "vocab.txt, ckpt-N).")
-flags.DEFINE_string("keras_model", None, "Instead of --model_dir: a fine-tuned BertClassifier saved as .keras "
-                    "(bert-finetune's best.keras), exported as classifier/<version>.")
-flags.DEFINE_string("labels_file", None, "With --keras_model: label names, one per line (default: labels.txt next "
-                    "to the .keras file).")
+flags.DEFINE_string("keras_model", None, "Instead of --model_dir: a fine-tuned BertClassifier, BertTokenClassifier "
+                    "or BertSpanQA saved as .keras (e.g. bert-finetune's best.keras), exported as classifier/, "
+                    "token_classifier/ or span_qa/<version>.")
+flags.DEFINE_string("labels_file", None, "With --keras_model of a (token) classifier: label names, one per line "
+                    "(default: labels.txt next to the .keras file).")
 flags.DEFINE_string("output_dir", None, "Where the SavedModels go, each as <output_dir>/<name>/<version>.")
 flags.DEFINE_string("vocab_file", None, "The model's vocab (default: vocab.txt in --model_dir).")
 flags.DEFINE_bool("do_lower_case", True, "Whether the model is uncased (the original flag).")
@@ -31,25 +34,39 @@ flags.DEFINE_integer("max_seq_length", 128, "Length the preprocessing model's si
 flags.DEFINE_integer("version", 1, "Version folder number (TF Serving serves the highest).")
 
 
-def export_keras_classifier(path, labels_file, output_dir, version):
-    import keras
-
-    from bert_tf.finetuning import BertClassifier
-    from bert_tf.serving import CLASSIFIER, export_classifier, version_dir
-
-    labels_file = labels_file or os.path.join(os.path.dirname(path), "labels.txt")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"--keras_model {path} does not exist: pass the .keras file bert-finetune wrote.")
+def read_labels(labels_file, num_classes):
+    """The label names of a classifier with `num_classes` classes, one per line of `labels_file`."""
     if not os.path.exists(labels_file):
         raise FileNotFoundError(f"No labels file {labels_file}: pass --labels_file (label names, one per line).")
     with open(labels_file, encoding="utf-8") as f:
         labels = [line.rstrip("\n") for line in f if line.strip()]
+    if len(labels) != num_classes:
+        raise ValueError(f"{labels_file} lists {len(labels)} labels but the model has {num_classes} classes: "
+                         f"pass --labels_file with one name per class.")
+    return labels
+
+
+def export_keras_model(path, labels_file, output_dir, version):
+    """A fine-tuned task model saved as .keras -> its serving model under `<output_dir>/<name>/<version>`."""
+    import keras
+
+    from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier
+    from bert_tf.serving import CLASSIFIER, SPAN_QA, TOKEN_CLASSIFIER, export_classifier, export_span_qa, version_dir
+
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"--keras_model {path} does not exist: pass the .keras file bert-finetune wrote.")
     model = keras.models.load_model(path)
-    if not isinstance(model, BertClassifier):
-        raise ValueError(f"{path} holds a {type(model).__name__}, not a BertClassifier.")
-    if len(labels) != model.num_classes:
-        raise ValueError(f"{labels_file} lists {len(labels)} labels but the model has {model.num_classes} classes.")
-    return {CLASSIFIER: export_classifier(model, version_dir(output_dir, CLASSIFIER, version), labels)}
+    if isinstance(model, BertSpanQA):
+        return {SPAN_QA: export_span_qa(model, version_dir(output_dir, SPAN_QA, version))}
+    if isinstance(model, BertClassifier):
+        name = CLASSIFIER
+    elif isinstance(model, BertTokenClassifier):
+        name = TOKEN_CLASSIFIER
+    else:
+        raise ValueError(f"{path} holds a {type(model).__name__}: pass a BertClassifier, BertTokenClassifier or "
+                         f"BertSpanQA saved as .keras.")
+    labels = read_labels(labels_file or os.path.join(os.path.dirname(path), "labels.txt"), model.num_classes)
+    return {name: export_classifier(model, version_dir(output_dir, name, version), labels)}
 
 
 def main(argv):
@@ -60,9 +77,9 @@ def main(argv):
     try:
         if bool(FLAGS.model_dir) == bool(FLAGS.keras_model):
             raise ValueError("Pass exactly one of --model_dir (a checkpoint directory) and --keras_model "
-                             "(a fine-tuned .keras classifier).")
+                             "(a fine-tuned .keras model).")
         if FLAGS.keras_model:
-            paths = export_keras_classifier(FLAGS.keras_model, FLAGS.labels_file, FLAGS.output_dir, FLAGS.version)
+            paths = export_keras_model(FLAGS.keras_model, FLAGS.labels_file, FLAGS.output_dir, FLAGS.version)
         else:
             paths = export_model_dir(FLAGS.model_dir, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
                                      FLAGS.max_seq_length, FLAGS.version)

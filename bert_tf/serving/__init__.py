@@ -1,5 +1,6 @@
 """SavedModels for serving and reuse: the encoder (TF Hub BERT API, core ops only), the encoder with its masked-LM
-head, the tensorflow-text preprocessing model, and fine-tuned classifiers.
+head, the tensorflow-text preprocessing model, and the fine-tuned task models (classifier, token classifier,
+span QA).
 
 Example:
     paths = export_model_dir("runs/demo", "exported")   # exported/{encoder,encoder_mlm,preprocessing}/1
@@ -10,7 +11,9 @@ Example:
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
 from bert_tf.serving.export import (
-    CLASSIFIER, ENCODER, ENCODER_MLM, PREPROCESSING, export_classifier, export_encoder, export_model_dir,
-    export_preprocessing, version_dir)
+    CLASSIFIER, ENCODER, ENCODER_MLM, PREPROCESSING, SPAN_QA, TOKEN_CLASSIFIER, export_classifier, export_encoder,
+    export_model_dir, export_preprocessing, export_span_qa, version_dir)
 from bert_tf.serving.graph_ops import non_core_ops, saved_model_ops
 from bert_tf.serving.reload import load_encoder_from_saved_model
+from bert_tf.serving.span_qa_module import SpanQAModule
+from bert_tf.serving.task_module import TaskModule

@@ -10,9 +10,11 @@ from absl import logging
 from bert_tf.checkpoints.model_dir import load_pretrainer, read_config, vocab_path
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
+from bert_tf.serving.span_qa_module import SpanQAModule
 from bert_tf.text.vocab import load_vocab
 
-ENCODER, ENCODER_MLM, PREPROCESSING, CLASSIFIER = "encoder", "encoder_mlm", "preprocessing", "classifier"
+ENCODER, ENCODER_MLM, PREPROCESSING = "encoder", "encoder_mlm", "preprocessing"
+CLASSIFIER, TOKEN_CLASSIFIER, SPAN_QA = "classifier", "token_classifier", "span_qa"
 
 
 def version_dir(output_dir, name, version=1):
@@ -61,17 +63,29 @@ def export_preprocessing(export_dir, vocab_file, do_lower_case=True, seq_length=
 
 
 def export_classifier(model, export_dir, labels):
-    """Writes the serving model of a fine-tuned `BertClassifier`: ids -> `probabilities`, `label_ids`, with the
-    label names as the asset `labels.txt`.
+    """Writes the serving model of a fine-tuned `BertClassifier` (ids -> `probabilities` [batch, num_labels],
+    `label_ids` [batch]) or `BertTokenClassifier` (the same per token: [batch, seq, num_labels], [batch, seq]),
+    with the label names as the asset `labels.txt` (see `ClassifierModule`).
 
     Example:
     >>> export_classifier(classifier, "finetuned/classifier/1", labels=["negative", "positive"])
+    >>> export_classifier(tagger, "finetuned/token_classifier/1", labels=["O", "B-PER", "I-PER"])
     """
     with tempfile.TemporaryDirectory() as scratch:
         labels_file = os.path.join(scratch, "labels.txt")
         with open(labels_file, "w", encoding="utf-8") as f:
             f.write("".join(f"{label}\n" for label in labels))
         return _save(ClassifierModule(model, labels_file), export_dir)
+
+
+def export_span_qa(model, export_dir):
+    """Writes the serving model of a fine-tuned `BertSpanQA`: ids -> `start_logits`, `end_logits` [batch, seq]
+    (see `SpanQAModule`).
+
+    Example:
+    >>> export_span_qa(span_qa, "finetuned/span_qa/1")
+    """
+    return _save(SpanQAModule(model), export_dir)
 
 
 def check_case(vocab_file, do_lower_case):
