@@ -236,6 +236,22 @@ def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32(tiny_config):
     assert softmax_dtypes == [tf.float32] * tiny_config.num_hidden_layers
 
 
+def test_dtype_argument_reaches_every_sublayer(tiny_config):
+    """`BertPretrainer(config, dtype="mixed_bfloat16")` (no global policy): every layer computes in bfloat16 but the
+    LayerNorms; Keras 3 does not pass a layer's dtype to the layers it creates, so the model must."""
+    model = BertPretrainer(tiny_config, dtype="mixed_bfloat16")
+    layers = list(model._flatten_layers())
+    assert {layer.compute_dtype for layer in layers if isinstance(layer, keras.layers.LayerNormalization)} == {
+        "float32"}
+    others = [layer for layer in layers if not isinstance(layer, keras.layers.LayerNormalization)]
+    assert len([layer for layer in others if isinstance(layer, keras.layers.Dense)]) == 6 * 2 + 2
+    assert {layer.compute_dtype for layer in others} == {"bfloat16"}
+    assert {v.dtype for v in model.weights} == {"float32"}
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
+    assert {layer.compute_dtype for layer in restored._flatten_layers()
+            if isinstance(layer, keras.layers.Dense)} == {"bfloat16"}
+
+
 def _round_trip(layer, call):
     """Serializes a layer to its Keras config and back, copies the weights, and checks the outputs match."""
     config = keras.saving.serialize_keras_object(layer)

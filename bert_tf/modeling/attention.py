@@ -51,10 +51,10 @@ class BertSelfAttention(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.head_size = hidden_size // num_attention_heads
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.query = keras.layers.Dense(hidden_size, kernel_initializer=init, name="query")
-        self.key = keras.layers.Dense(hidden_size, kernel_initializer=init, name="key")
-        self.value = keras.layers.Dense(hidden_size, kernel_initializer=init, name="value")
-        self.dropout = keras.layers.Dropout(attention_dropout_rate)
+        self.query = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="query")
+        self.key = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="key")
+        self.value = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="value")
+        self.dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         for dense in (self.query, self.key, self.value):

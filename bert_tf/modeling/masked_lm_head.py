@@ -47,7 +47,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.dense = keras.layers.Dense(
             hidden_size, activation=get_activation(hidden_act),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range), name="dense")
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range), dtype=self.dtype_policy,
+            name="dense")
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="LayerNorm")
 
     def build(self, input_shape=None):

@@ -47,15 +47,19 @@ class TransformerBlock(keras.layers.Layer):
         self.activation = get_activation(hidden_act)
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.self_attention = BertSelfAttention(
-            hidden_size, num_attention_heads, attention_dropout_rate, initializer_range, name="self")
-        self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=init, name="dense")
+            hidden_size, num_attention_heads, attention_dropout_rate, initializer_range, dtype=self.dtype_policy,
+            name="self")
+        self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+                                                   name="dense")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="LayerNorm")
-        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=init, name="dense")
-        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="dense")
+        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=init, dtype=self.dtype_policy,
+                                               name="dense")
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+                                               name="dense")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="LayerNorm")
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         hidden_shape = (None, None, self.hidden_size)
