@@ -27,14 +27,6 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("output_dir", "demo_output", "Where the text, records, model, SavedModels and results go.")
-flags.DEFINE_string("vocab_file", None, "A WordPiece vocab to use instead of learning one from the training chapters "
-                    "(e.g. the 30,522-token uncased BERT vocab: each step then costs about twice as much).")
-flags.DEFINE_integer("vocab_size", 8000, "Target size of the learned vocab (the Bible yields ~4,300 tokens).")
-flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's).")
-flags.DEFINE_integer("dupe_factor", 5, "Static maskings of the training chapters.")
-flags.DEFINE_integer("num_workers", None, "Processes that build instances (default: the CPU count).")
-
 RESULTS_FILE = "demo_results.json"
 # Verses of held-out chapters (Genesis 1, Matthew 2, Matthew 12) and the word the model must fill in.
 PREDICTION_SENTENCES = (
@@ -43,6 +35,18 @@ PREDICTION_SENTENCES = (
     ("When Herod the king heard it, he was troubled, and all Jerusalem with him.", "king"),
     ("His disciples were hungry and began to pluck heads of grain and to eat.", "disciples"),
 )
+
+
+def define_flags():
+    """The demo's flags, defined only when it runs as a program: absl's FLAGS are global, and `--vocab_file` or
+    `--num_train_steps` would clash with the CLI modules a process importing this one may also import."""
+    flags.DEFINE_string("output_dir", "demo_output", "Where the text, records, model, SavedModels and results go.")
+    flags.DEFINE_string("vocab_file", None, "A WordPiece vocab to use instead of learning one from the training "
+                        "chapters (e.g. the 30,522-token uncased BERT vocab: each step then costs about twice as much).")
+    flags.DEFINE_integer("vocab_size", 8000, "Target size of the learned vocab (the Bible yields ~4,300 tokens).")
+    flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's).")
+    flags.DEFINE_integer("dupe_factor", 5, "Static maskings of the training chapters.")
+    flags.DEFINE_integer("num_workers", None, "Processes that build instances (default: the CPU count).")
 
 
 def command(module, *arguments):
@@ -190,4 +194,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -1,6 +1,8 @@
 """`bert-pretrain` end to end in its own process: outputs, resume, and runs stopped by SIGTERM or SIGKILL that end
 with the same weights as an uninterrupted run."""
 
+import glob
+import json
 import os
 import signal
 import subprocess
@@ -58,6 +60,23 @@ def weights(model_dir):
     return {v.path: v.numpy() for v in load_pretrainer(model_dir).trainable_variables}
 
 
+def tensorboard_scalars(log_dir):
+    """{tag: {step: value}} of the TensorBoard scalars in a log directory, and the plugin names they declare."""
+    scalars, plugins = {}, set()
+    for path in glob.glob(os.path.join(log_dir, "*tfevents*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
+                if value.metadata.plugin_data.plugin_name:
+                    plugins.add(value.metadata.plugin_data.plugin_name)
+    return scalars, plugins
+
+
+def recipe_lr(step, peak, warmup, total):
+    """The original schedule: lr * step / warmup during warmup, then linear decay to 0 counted from step 0."""
+    return peak * step / warmup if step < warmup else peak * (1 - min(step, total) / total)
+
+
 @pytest.mark.slow
 def test_cli_end_to_end(data, tmp_path):
     recipe = write_recipe(data, "cli_e2e", (40, 20), save_every=20, dropout=0.1)
@@ -73,12 +92,39 @@ def test_cli_end_to_end(data, tmp_path):
     assert {"bert_config.json", "vocab.txt", "recipe.yaml", "checkpoint", "ckpt-60.index", "train_metrics.jsonl",
             "eval_results.txt", "training_curves.png", "training_summary.txt", "train", "eval"} <= files
     assert [f for f in os.listdir(os.path.join(model_dir, "train")) if "tfevents" in f]
+    # TensorBoard (read back from the event files): every curve the issue asks for, one point per loop.
+    train, plugins = tensorboard_scalars(os.path.join(model_dir, "train"))
+    assert set(train) == {"loss", "masked_lm_loss", "next_sentence_loss", "masked_lm_accuracy",
+                          "next_sentence_accuracy", "learning_rate", "grad_norm", "sequences_per_second",
+                          "steps_per_second", "model_tflops_per_second", "mfu"}
+    assert plugins == {"scalars"}  # so TensorBoard draws them as scalar curves
+    for tag, points in train.items():
+        assert sorted(points) == list(range(10, 61, 10)), tag
+    # A loop's learning rate is the mean of the rates its 10 steps used (step s updates with lr(s)): the warmup
+    # from 0 to 5e-3 over 10 steps, then the decay to 0 at step 60, counted from step 0.
+    for end, value in train["learning_rate"].items():
+        expected = np.mean([recipe_lr(s, 5e-3, 10, 60) for s in range(end - 10, end)])
+        np.testing.assert_allclose(value, expected, rtol=1e-5, err_msg=f"learning_rate at step {end}")
+    np.testing.assert_allclose(train["learning_rate"][10], 2.25e-3, rtol=1e-5)  # mean of 0, 0.5e-3, ..., 4.5e-3
+    for end in train["loss"]:
+        # The total loss is the sum of its two terms; with --peak_tflops=1 the MFU is the TFLOP/s; 8 sequences
+        # per step.
+        np.testing.assert_allclose(train["loss"][end], train["masked_lm_loss"][end]
+                                   + train["next_sentence_loss"][end], rtol=1e-5)
+        np.testing.assert_allclose(train["mfu"][end], train["model_tflops_per_second"][end], rtol=1e-6)
+        np.testing.assert_allclose(train["sequences_per_second"][end], 8 * train["steps_per_second"][end],
+                                   rtol=1e-6)
+        assert 0 <= train["masked_lm_accuracy"][end] <= 1 and 0 <= train["next_sentence_accuracy"][end] <= 1
+        assert train["grad_norm"][end] > 0
     with open(os.path.join(model_dir, "recipe.yaml")) as f:
         assert yaml.safe_load(f)["learning_rate"] == 5e-3  # the flag overrode the recipe's 3e-3
     with open(os.path.join(model_dir, "training_curves.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     history = read_history(os.path.join(model_dir, "train_metrics.jsonl"))
     assert [r["step"] for r in history] == list(range(10, 61, 10))
+    for row in history:  # the curves in TensorBoard are the history's numbers (stored as float32)
+        for tag in train:
+            np.testing.assert_allclose(train[tag][row["step"]], row[tag], rtol=1e-6, err_msg=tag)
     assert [r["phase"] for r in history] == ["seq16"] * 4 + ["seq32"] * 2
     assert history[-1]["masked_lm_loss"] < history[0]["masked_lm_loss"] - 0.3  # it learns
     assert {"sequences_per_second", "model_tflops_per_second", "mfu", "grad_norm", "learning_rate"} <= set(history[0])
@@ -86,6 +132,12 @@ def test_cli_end_to_end(data, tmp_path):
         results = dict(line.strip().split(" = ") for line in f)
     assert set(results) == {"masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss",
                             "loss", "eval_batches", "global_step"} and results["global_step"] == "60"
+    evals, _ = tensorboard_scalars(os.path.join(model_dir, "eval"))
+    assert set(evals) == set(results) - {"global_step"}
+    for tag, points in evals.items():  # one eval point at the last step, the numbers eval_results.txt holds
+        assert list(points) == [60], tag
+        np.testing.assert_allclose(points[60], float(results[tag]), rtol=1e-6, err_msg=tag)
+    assert evals["eval_batches"][60] == 8  # 64 held-out records in batches of 8
     with open(os.path.join(model_dir, "training_summary.txt")) as f:
         summary = f.read()
     assert "steps: 60 of 60" in summary and "eval: " in summary and "speed (median loop)" in summary
@@ -116,14 +168,84 @@ def test_cli_errors_name_the_cause(data, tmp_path):
             "per phase, in order.") in done.stderr
 
 
-def run_until_checkpoint(command, model_dir, checkpoint, sig):
-    """Starts the CLI, sends `sig` as soon as `checkpoint` exists, and returns the process after it exits."""
+# Parses each argv with the CLI's absl flags and prints the recipe `recipe_from_flags` makes of it. In a child
+# process: absl's FLAGS are global to a process, and parsing them in pytest's would leave state behind.
+RECIPES_FROM_ARGVS = """
+import json, sys
+from bert_tf.cli import pretrain
+recipes = []
+for argv in json.loads(sys.argv[1]):
+    pretrain.FLAGS(argv)
+    recipes.append(pretrain.recipe_from_flags().to_dict())
+    pretrain.FLAGS.unparse_flags()  # the next argv starts from the flags' defaults
+flag_names = sorted(f.name for f in pretrain.FLAGS.get_flags_for_module(pretrain.__name__))
+print(json.dumps({"recipes": recipes, "flags": flag_names}))
+"""
+# The CLI's flags that are not recipe fields: where the run goes and how fast the hardware is.
+NOT_RECIPE_FLAGS = {"config", "model_dir", "strategy", "tpu", "peak_tflops"}
+
+
+def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
+    recipe = write_recipe(data, "cli_flags", (40, 20), save_every=20, dropout=0.1)
+    # Every override flag at a value unlike both the recipe's and the flag's default.
+    overrides = {"input_file": ["p1-*.tfrecord", "p2-*.tfrecord"], "bert_config_file": "/cfg/bert_config.json",
+                 "init_checkpoint": "/released/uncased_L-2_H-16", "vocab_file": "/released/vocab.txt",
+                 "train_batch_size": 32, "num_train_steps": 120, "num_warmup_steps": 12, "learning_rate": 7e-4,
+                 "max_seq_length": [12, 24], "max_predictions_per_seq": [3, 5], "save_checkpoints_steps": 30,
+                 "iterations_per_loop": 6, "max_micro_batch_size": 4, "mixed_precision": "mixed_bfloat16",
+                 "jit_compile": True, "eval_input_file": "/heldout/*.tfrecord", "optimizer": "lamb",
+                 "dynamic_masking": True, "use_next_sentence": False, "seed": 99}
+    argv = ["bert-pretrain", f"--config={recipe}", f"--model_dir={tmp_path / 'run'}"]
+    for name, value in overrides.items():
+        if isinstance(value, bool):
+            argv.append(f"--{name}" if value else f"--no{name}")
+        else:
+            argv += [f"--{name}={v}" for v in (value if isinstance(value, list) else [value])]
+    done = subprocess.run([sys.executable, "-c", RECIPES_FROM_ARGVS, json.dumps([argv, argv[:3]])], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = json.loads(done.stdout.strip().splitlines()[-1])
+    # No flag of the CLI is left out of this test: a new one must be wired into the recipe and added above.
+    assert set(output["flags"]) == set(overrides) | NOT_RECIPE_FLAGS
+    got, untouched = output["recipes"]
+
+    assert [p["input_file"] for p in got["phases"]] == ["p1-*.tfrecord", "p2-*.tfrecord"]
+    assert [p["max_seq_length"] for p in got["phases"]] == [12, 24]
+    assert [p["max_predictions_per_seq"] for p in got["phases"]] == [3, 5]
+    assert [p["num_steps"] for p in got["phases"]] == [80, 40]  # 120 steps split 2:1 as the recipe's 40/20
+    assert got["model"]["bert_config_file"] == "/cfg/bert_config.json" and got["model"]["preset"] is None
+    assert got["model"]["hidden_size"] == 16  # the recipe's model overrides still apply on the config file
+    assert got["init_checkpoint"] == "/released/uncased_L-2_H-16" and got["vocab_file"] == "/released/vocab.txt"
+    assert (got["train_batch_size"], got["num_train_steps"], got["num_warmup_steps"]) == (32, 120, 12)
+    assert got["learning_rate"] == 7e-4
+    assert (got["save_checkpoints_steps"], got["iterations_per_loop"], got["max_micro_batch_size"]) == (30, 6, 4)
+    assert got["mixed_precision"] == "mixed_bfloat16" and got["jit_compile"] is True
+    assert got["eval"]["input_file"] == "/heldout/*.tfrecord"
+    assert got["optimizer"]["name"] == "lamb" and got["optimizer"]["weight_decay_rate"] == 0.01
+    assert got["dynamic_masking"]["enabled"] is True and got["use_next_sentence"] is False
+    assert got["seed"] == 99
+    # Without overrides the recipe is the file's, field for field (after unparsing the first argv).
+    assert untouched == json.loads(json.dumps(load_recipe(recipe).to_dict()))
+
+
+def latest_step(model_dir):
+    """The step of the checkpoint the `checkpoint` state file names (what a resumed run restores), or None."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    return int(latest.rsplit("-", 1)[1]) if latest else None
+
+
+def run_until_checkpoint(command, model_dir, step, sig):
+    """Starts the CLI, sends `sig` as soon as the latest checkpoint is that of `step` (or later), and returns the
+    process after it exits.
+
+    Waits on the `checkpoint` state file, not on `ckpt-N.index`: the index is written before the state file names
+    it, so a kill in between would leave the previous checkpoint as the latest."""
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     try:
-        while not os.path.exists(os.path.join(model_dir, f"{checkpoint}.index")):
+        while (latest_step(model_dir) or 0) < step:
             assert process.poll() is None, process.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "no checkpoint appeared in time"
+            assert time.monotonic() < deadline, f"no checkpoint of step {step} appeared in time"
             time.sleep(0.01)
         process.send_signal(sig)
         _, stderr = process.communicate(timeout=120)
@@ -144,10 +266,10 @@ def test_sigterm_and_sigkill_resume_to_the_same_weights(data, tmp_path):
 
     # SIGTERM in phase 1: the run saves where it is, exits 143; re-running resumes in the same phase.
     stopped = str(tmp_path / "sigterm")
-    process, stderr = run_until_checkpoint(cli(data, recipe, stopped), stopped, "ckpt-100", signal.SIGTERM)
+    process, stderr = run_until_checkpoint(cli(data, recipe, stopped), stopped, 100, signal.SIGTERM)
     assert process.returncode == 143, stderr[-3000:]
     assert "SIGTERM received" in stderr and "re-run the same command to resume" in stderr
-    saved_step = int(tf.train.latest_checkpoint(stopped).rsplit("-", 1)[1])
+    saved_step = latest_step(stopped)
     assert 100 < saved_step < 300 and saved_step % 10 == 0  # saved at the end of the loop it was in
     resumed = subprocess.run(cli(data, recipe, stopped), cwd=REPO, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -156,10 +278,9 @@ def test_sigterm_and_sigkill_resume_to_the_same_weights(data, tmp_path):
     # SIGKILL in phase 2: nothing is saved on the way out; the resumed run restarts from the last checkpoint,
     # in phase 2 with the iterator where it was.
     killed = str(tmp_path / "sigkill")
-    process, _ = run_until_checkpoint(cli(data, recipe, killed), killed, "ckpt-300", signal.SIGKILL)
+    process, _ = run_until_checkpoint(cli(data, recipe, killed), killed, 300, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
-    latest = tf.train.latest_checkpoint(killed)
-    killed_step = int(latest.rsplit("-", 1)[1])
+    killed_step = latest_step(killed)
     assert 300 <= killed_step < 500
     resumed = run_pretraining(load_recipe(recipe).with_overrides(**overrides), killed, peak_tflops=1.0)
     assert resumed.completed and resumed.step == 500

@@ -1,12 +1,16 @@
-"""run_pretraining on real TFRecords, in process: NaN guard, a failed save, exact resume, --init_checkpoint."""
+"""run_pretraining on real TFRecords, in process: NaN guard, a failed save, exact resume, --init_checkpoint, and the
+options reaching the loop that trains."""
 
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf.checkpoints.model_dir import load_pretrainer
+from bert_tf.training import pretraining
+from bert_tf.training.lamb import Lamb
 from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
 from bert_tf.training.recipe import Recipe
 from bert_tf.training.training_log import read_history
@@ -38,6 +42,30 @@ def tiny_recipe(data, **overrides):
 
 def weights(model_dir):
     return {v.path: v.numpy() for v in load_pretrainer(model_dir).trainable_variables}
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """What run_pretraining builds, recorded: its `Trainer`s and its datasets (with the arguments they were built
+    from), so a test can look at the loop, model, optimizer and batches the run really trained with."""
+    record = {"trainers": [], "datasets": []}
+
+    class RecordingTrainer(pretraining.Trainer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            record["trainers"].append(self)
+
+    real_dataset = pretraining.pretraining_dataset
+
+    def recording_dataset(*args, **kwargs):
+        dataset = real_dataset(*args, **kwargs)
+        record["datasets"].append((args, kwargs, dataset))
+        return dataset
+
+    monkeypatch.setattr(pretraining, "Trainer", RecordingTrainer)
+    monkeypatch.setattr(pretraining, "pretraining_dataset", recording_dataset)
+    record["real_dataset"] = real_dataset
+    return record
 
 
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path):
@@ -92,7 +120,7 @@ def test_init_checkpoint_loads_the_weights_only(data, tmp_path):
         run_pretraining(tiny_recipe(data, init_checkpoint=data["train"]), str(tmp_path / "bad"), peak_tflops=1.0)
 
 
-def test_dynamic_masking_without_next_sentence(data, tmp_path):
+def test_dynamic_masking_without_next_sentence(data, tmp_path, built):
     """RoBERTa-style options together: masks drawn per batch from the records' tokens, masked-LM loss only."""
     model_dir = str(tmp_path / "roberta")
     result = run_pretraining(tiny_recipe(data, num_train_steps=10, dynamic_masking=True, use_next_sentence=False,
@@ -101,3 +129,71 @@ def test_dynamic_masking_without_next_sentence(data, tmp_path):
     assert "next_sentence_loss" not in result.last_metrics and np.isfinite(result.last_metrics["loss"])
     assert set(result.eval_results) == {"masked_lm_accuracy", "masked_lm_loss", "loss", "eval_batches"}
     assert result.last_metrics["loss"] == pytest.approx(result.last_metrics["masked_lm_loss"])
+    assert not built["trainers"][0].model.use_next_sentence
+
+    # The batches the run trained on against the same records with their static masks. Both pipelines are built
+    # afresh from the run's own arguments, with and without its masker: a first pass over a seeded pipeline gives
+    # the run's batches in the run's order (a second pass over the run's own dataset object would reshuffle).
+    (args, kwargs, _), _ = built["datasets"]  # training, then eval
+    assert kwargs["is_training"] and kwargs["masker"] is not None
+    trained_on = built["real_dataset"](*args, **kwargs)
+    static = built["real_dataset"](*args, **dict(kwargs, masker=None))
+    rows = differing = masks_left = 0
+    for dynamic, fixed in zip(trained_on.take(10), static.take(10)):
+        dynamic, fixed = ({k: v.numpy() for k, v in batch.items()} for batch in (dynamic, fixed))
+        tokens = [restored_tokens(batch) for batch in (dynamic, fixed)]
+        np.testing.assert_array_equal(tokens[0], tokens[1])  # the same records underneath
+        for d_row, f_row, d_ids in zip(masked_positions(dynamic), masked_positions(fixed), dynamic["input_word_ids"]):
+            rows += 1
+            differing += d_row != f_row
+            # The records' [MASK]s are undone: [MASK] appears only where this batch's own masks put it.
+            masks_left += int(np.sum(np.delete(d_ids, sorted(d_row)) == MASK_ID))
+    assert rows == 80 and masks_left == 0
+    # Fresh masks for most sequences (the rest drew the same positions by chance; 1-2 of ~10 candidates here).
+    assert differing / rows > 0.9, f"only {differing} of {rows} sequences got new masks"
+
+
+MASK_ID = 4  # [MASK] in the test vocab
+
+
+def masked_positions(batch):
+    """Per sequence, the set of positions whose tokens the batch asks the model to predict."""
+    return [set(p[w > 0].tolist()) for p, w in zip(batch["masked_lm_positions"], batch["masked_lm_weights"])]
+
+
+def restored_tokens(batch):
+    """The input tokens with the masked positions put back to their labels: the record's original text."""
+    ids = batch["input_word_ids"].copy()
+    for row, (positions, labels, weights) in enumerate(zip(batch["masked_lm_positions"], batch["masked_lm_ids"],
+                                                           batch["masked_lm_weights"])):
+        ids[row, positions[weights > 0]] = labels[weights > 0]
+    return ids
+
+
+def test_options_reach_the_training_loop(data, tmp_path, built):
+    """--optimizer=lamb, --mixed_precision=mixed_bfloat16 and --jit_compile change what run_pretraining trains with,
+    not only the recipe it writes."""
+    recipe = tiny_recipe(data, num_train_steps=5, optimizer="lamb", mixed_precision="mixed_bfloat16",
+                         jit_compile=True)
+    result = run_pretraining(recipe, str(tmp_path / "options"), peak_tflops=1.0)
+    assert result.completed and np.isfinite(result.last_metrics["loss"])
+    (trainer,) = built["trainers"]
+    assert type(trainer.optimizer) is Lamb and int(trainer.optimizer.iterations.numpy()) == 5
+    # bfloat16 compute everywhere but LayerNorm (float32), float32 variables, and no loss scaling (bfloat16 has
+    # float32's exponent range).
+    layers = list(trainer.model._flatten_layers())
+    norms = [layer for layer in layers if isinstance(layer, keras.layers.LayerNormalization)]
+    assert norms and {n.compute_dtype for n in norms} == {"float32"}
+    assert {layer.compute_dtype for layer in layers if layer not in norms} == {"bfloat16"}
+    assert {v.dtype for v in trainer.model.trainable_variables} == {"float32"} and not trainer.loss_scaled
+    # The loop the run traced calls each replica's forward and backward pass as one XLA cluster; its softmax is
+    # float32 and its dense matmuls bfloat16.
+    (_, _, dataset), = built["datasets"]
+    graph = trainer.train_loop.get_concrete_function(iter(dataset), tf.constant(1)).graph.as_graph_def()
+    ops = list(graph.node) + [op for f in graph.library.function for op in f.node_def]
+    assert len([op for op in ops if "_XlaMustCompile" in op.attr and op.attr["_XlaMustCompile"].b]) == 1
+    dtypes = {kind: {tf.dtypes.as_dtype(op.attr["T"].type).name for op in ops if op.op == kind}
+              for kind in ("Softmax", "MatMul")}
+    assert dtypes["Softmax"] == {"float32"} and "bfloat16" in dtypes["MatMul"]
+    # The checkpoint holds float32 weights that load as a float32 model.
+    assert {v.dtype for v in load_pretrainer(result.model_dir).trainable_variables} == {"float32"}

@@ -6,8 +6,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.modeling.pretrainer import BertPretrainer
+from bert_tf.training.adam_weight_decay import AdamWeightDecay
+from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer
@@ -25,8 +27,7 @@ def make_trainer(max_micro_batch_size=None, jit_compile=False, mixed_precision="
     recipe = load_recipe("demo_cpu").with_overrides(num_train_steps=20, num_warmup_steps=2, learning_rate=5e-3,
                                                     optimizer=optimizer, mixed_precision=mixed_precision)
     keras.utils.set_random_seed(7)
-    dtype = None if mixed_precision == "float32" else mixed_precision
-    model = BertPretrainer(config, use_next_sentence=use_next_sentence, dtype=dtype)
+    model = create_pretrainer(config, mixed_precision, use_next_sentence)  # as run_pretraining builds it
     return Trainer(strategy, worker_layout(strategy), model, create_optimizer(recipe), max_micro_batch_size,
                    jit_compile)
 
@@ -42,6 +43,24 @@ def run(trainer, batches):
     assert int(steps) == len(batches) and bool(finite)
     return [v.numpy() for v in trainer.model.trainable_variables], {k: float(v) / len(batches)
                                                                     for k, v in sums.items()}
+
+
+def loop_ops(trainer, batches):
+    """The ops of the training loop function as traced for these batches: its graph and every function it calls
+    (the while body, the per-replica step, an XLA-compiled gradient function)."""
+    iterator = iter(tf.data.Dataset.from_tensor_slices(stacked(batches)))
+    graph_def = trainer.train_loop.get_concrete_function(iterator, tf.constant(len(batches))).graph.as_graph_def()
+    return list(graph_def.node) + [node for f in graph_def.library.function for node in f.node_def]
+
+
+def xla_compiled_calls(ops):
+    """Calls that TensorFlow must compile with XLA as one cluster (a tf.function with jit_compile=True)."""
+    return [op.name for op in ops if "_XlaMustCompile" in op.attr and op.attr["_XlaMustCompile"].b]
+
+
+def op_dtypes(ops, *types):
+    """The dtypes (attr T) of the ops of the given types."""
+    return [tf.dtypes.as_dtype(op.attr["T"].type).name for op in ops if op.op in types]
 
 
 def test_accumulated_micro_batches_equal_one_large_batch():
@@ -84,10 +103,15 @@ def test_whole_multi_step_loop_compiles_with_xla():
 
 def test_jit_compile_option_gives_the_same_steps():
     batches = feature_batches(2, 8, SEQ, PRED, seed=3)
-    plain, _ = run(make_trainer(), batches)
-    compiled, _ = run(make_trainer(jit_compile=True), batches)
+    plain_trainer, compiled_trainer = make_trainer(), make_trainer(jit_compile=True)
+    plain, _ = run(plain_trainer, batches)
+    compiled, _ = run(compiled_trainer, batches)
     for a, b in zip(plain, compiled):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    # The option is not ignored: the loop calls each replica's forward and backward pass as one XLA cluster
+    # (an ignored option would give the plain loop, with no such call).
+    assert len(xla_compiled_calls(loop_ops(compiled_trainer, batches))) == 1
+    assert xla_compiled_calls(loop_ops(plain_trainer, batches)) == []
 
 
 @pytest.mark.parametrize("options", [
@@ -109,8 +133,27 @@ def test_options_train(options):
         assert len(changed) == len(before)
     if options.get("mixed_precision") == "mixed_float16":
         assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
-        assert trainer.model.encoder.compute_dtype == "float16"
         assert int(trainer.optimizer.iterations.numpy()) == 6  # no step skipped for overflow at this scale
+    else:
+        assert not isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
+    # --optimizer picks the update rule: LAMB, or the original AdamWeightDecay (LAMB is not a subclass of it).
+    optimizer = getattr(trainer.optimizer, "inner_optimizer", trainer.optimizer)
+    assert type(optimizer) is (Lamb if options.get("optimizer") == "lamb" else AdamWeightDecay)
+
+    # Mixed precision: every layer down to the attention's query/key/value computes in 16 bits with float32
+    # variables; LayerNorm and the attention softmax stay in float32, in the loop that trains.
+    compute = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}.get(options.get("mixed_precision"), "float32")
+    layers = list(trainer.model._flatten_layers())
+    norms = [layer for layer in layers if isinstance(layer, keras.layers.LayerNormalization)]
+    assert len(norms) == 2 * CONFIG.num_hidden_layers + 2  # two per block, the embeddings', the MLM head's
+    assert {n.compute_dtype for n in norms} == {"float32"}
+    assert {layer.compute_dtype for layer in layers if layer not in norms} == {compute}
+    assert {v.dtype for v in trainer.model.trainable_variables} == {"float32"}
+    ops = loop_ops(trainer, batches[:1])
+    assert set(op_dtypes(ops, "Softmax")) == {"float32"}
+    assert compute in op_dtypes(ops, "MatMul")  # the dense layers' matmuls
+    if compute == "float32":
+        assert set(op_dtypes(ops, "MatMul", "BatchMatMulV2")) == {"float32"}
 
 
 def test_metrics_are_the_original_losses():

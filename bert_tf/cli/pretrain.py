@@ -51,6 +51,28 @@ flags.DEFINE_integer("seed", None, "Seed of the initialisation, the data order a
 flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: measured).")
 
 
+def recipe_from_flags(flag_values=FLAGS):
+    """The recipe `--config` names with the override flags applied (a flag left unset keeps the recipe's value).
+
+    Raises `RecipeError` naming the flag or field that is wrong.
+
+    Example:
+    >>> FLAGS(["bert-pretrain", "--config=demo_cpu", "--model_dir=runs/x", "--optimizer=lamb"])
+    >>> recipe_from_flags().optimizer.name
+    'lamb'
+    """
+    f = flag_values
+    return load_recipe(f.config).with_overrides(
+        input_file=f.input_file, bert_config_file=f.bert_config_file, init_checkpoint=f.init_checkpoint,
+        vocab_file=f.vocab_file, train_batch_size=f.train_batch_size, num_train_steps=f.num_train_steps,
+        num_warmup_steps=f.num_warmup_steps, learning_rate=f.learning_rate, max_seq_length=f.max_seq_length,
+        max_predictions_per_seq=f.max_predictions_per_seq, save_checkpoints_steps=f.save_checkpoints_steps,
+        iterations_per_loop=f.iterations_per_loop, max_micro_batch_size=f.max_micro_batch_size,
+        mixed_precision=f.mixed_precision, jit_compile=f.jit_compile, eval_input_file=f.eval_input_file,
+        optimizer=f.optimizer, dynamic_masking=f.dynamic_masking, use_next_sentence=f.use_next_sentence,
+        seed=f.seed)
+
+
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
@@ -58,16 +80,7 @@ def main(argv):
     from bert_tf.training.strategy import create_strategy
 
     try:
-        recipe = load_recipe(FLAGS.config).with_overrides(
-            input_file=FLAGS.input_file, bert_config_file=FLAGS.bert_config_file,
-            init_checkpoint=FLAGS.init_checkpoint, vocab_file=FLAGS.vocab_file,
-            train_batch_size=FLAGS.train_batch_size, num_train_steps=FLAGS.num_train_steps,
-            num_warmup_steps=FLAGS.num_warmup_steps, learning_rate=FLAGS.learning_rate,
-            max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            save_checkpoints_steps=FLAGS.save_checkpoints_steps, iterations_per_loop=FLAGS.iterations_per_loop,
-            max_micro_batch_size=FLAGS.max_micro_batch_size, mixed_precision=FLAGS.mixed_precision,
-            jit_compile=FLAGS.jit_compile, eval_input_file=FLAGS.eval_input_file, optimizer=FLAGS.optimizer,
-            dynamic_masking=FLAGS.dynamic_masking, use_next_sentence=FLAGS.use_next_sentence, seed=FLAGS.seed)
+        recipe = recipe_from_flags()
         strategy = create_strategy(FLAGS.strategy, FLAGS.tpu)
         result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops)
     except (RecipeError, ValueError, FileNotFoundError) as error:

@@ -107,8 +107,7 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
 
     keras.utils.set_random_seed(recipe.seed)
     with strategy.scope():
-        dtype = None if recipe.mixed_precision == "float32" else recipe.mixed_precision
-        model = BertPretrainer(config, use_next_sentence=recipe.use_next_sentence, dtype=dtype)
+        model = create_pretrainer(config, recipe.mixed_precision, recipe.use_next_sentence)
         optimizer = create_optimizer(recipe)
         step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         phase_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="phase")
@@ -194,6 +193,19 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
     return PretrainingResult(model_dir=model_dir, step=step, completed=completed, preempted=preempted,
                              checkpoint=tf.train.latest_checkpoint(ckpt_dir), eval_results=eval_results,
                              last_metrics=last_row, curves_png=curves, summary_file=summary)
+
+
+def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):
+    """A `BertPretrainer` whose layers compute in the `mixed_precision` policy (float32 variables; LayerNorm and
+    the attention softmax stay float32 in any policy).
+
+    Example:
+    >>> model = create_pretrainer(BertConfig.preset("tiny", vocab_size=100), "mixed_bfloat16")
+    >>> model.encoder.layer_0.self_attention.query.compute_dtype
+    'bfloat16'
+    """
+    dtype = None if mixed_precision == "float32" else mixed_precision
+    return BertPretrainer(config, use_next_sentence=use_next_sentence, dtype=dtype)
 
 
 def _evaluate(recipe, model, masker):
