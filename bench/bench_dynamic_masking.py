@@ -37,7 +37,7 @@ from bert_tf.inputs.document_instances import next_sentence_instances  # noqa: E
 from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 
-MAX_PREDICTIONS = {128: 20, 512: 76}
+MAX_PREDICTIONS = {128: 20, 512: 80}  # the paper recipes phases (configs/pretrain)
 
 
 def package_dir(name):
