@@ -76,7 +76,8 @@ def test_demo_predictions_come_from_the_exported_savedmodels(demo):
         probabilities = [p for _, p in item["predictions"]]
         assert len(probabilities) == 5 and probabilities == sorted(probabilities, reverse=True)
         assert 0 < sum(probabilities) <= 1 + 1e-6
-    assert process.stdout.count("[MASK]") == len(PREDICTION_SENTENCES)
+    shown = process.stdout.split("== 6.")[1].split("== Done")[0]
+    assert shown.count("[MASK]") == shown.count("    -> ") == len(PREDICTION_SENTENCES)
     # The encoder SavedModel serves in a fresh process through TF's own loader, without tensorflow_text.
     encoder = results["exported"]["encoder"]
     script = ("import sys, numpy as np, tensorflow as tf\n"
