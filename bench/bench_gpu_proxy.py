@@ -36,8 +36,12 @@ if os.environ.setdefault("KERAS_BACKEND", "jax") != "jax":
     raise SystemExit(f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}: this benchmark runs under JAX; unset it or "
                      "set KERAS_BACKEND=jax.")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+try:
+    import jax  # noqa: E402
+    import jax.numpy as jnp  # noqa: E402
+except ModuleNotFoundError:
+    raise SystemExit("This benchmark needs JAX: `.venv/bin/pip install jax` (CPU, for --smoke) or run it where JAX "
+                     "with CUDA is installed (the GPU machines).") from None
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
