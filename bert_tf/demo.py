@@ -99,14 +99,6 @@ def make_records(data_dir, texts, vocab_file):
     return records
 
 
-def read_eval_results(model_dir):
-    """The `name = value` lines that bert-pretrain writes to eval_results.txt, as floats."""
-    from bert_tf.training.training_log import EVAL_RESULTS_FILE
-
-    with open(os.path.join(model_dir, EVAL_RESULTS_FILE)) as f:
-        return {name: float(value) for name, value in (line.split(" = ") for line in f if " = " in line)}
-
-
 def masked_word_predictions(exported, top_k=5):
     """For each demo sentence: the sentence with its word masked and the model's top-k words with probabilities,
     computed by the exported preprocessing and encoder + masked-LM SavedModels."""
@@ -157,6 +149,7 @@ def main(argv):
             f"--vocab_file={vocab_file}", f"--eval_input_file={records['heldout']}", *steps)
     from bert_tf.text.vocab import load_vocab
     from bert_tf.training.evaluation import unigram_baseline
+    from bert_tf.training.training_log import read_eval_results
 
     results = read_eval_results(model_dir)
     baseline, baseline_token = unigram_baseline([records["train"]], [records["heldout"]])

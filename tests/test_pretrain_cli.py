@@ -19,7 +19,7 @@ from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
-from bert_tf.training.training_log import read_history
+from bert_tf.training.training_log import read_eval_results, read_history
 from pretraining_records import write_records, write_vocab
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -128,15 +128,14 @@ def test_cli_end_to_end(data, tmp_path):
     assert [r["phase"] for r in history] == ["seq16"] * 4 + ["seq32"] * 2
     assert history[-1]["masked_lm_loss"] < history[0]["masked_lm_loss"] - 0.3  # it learns
     assert {"sequences_per_second", "model_tflops_per_second", "mfu", "grad_norm", "learning_rate"} <= set(history[0])
-    with open(os.path.join(model_dir, "eval_results.txt")) as f:
-        results = dict(line.strip().split(" = ") for line in f)
+    results = read_eval_results(model_dir)
     assert set(results) == {"masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss",
-                            "loss", "eval_batches", "global_step"} and results["global_step"] == "60"
+                            "loss", "eval_batches", "global_step"} and results["global_step"] == 60
     evals, _ = tensorboard_scalars(os.path.join(model_dir, "eval"))
     assert set(evals) == set(results) - {"global_step"}
     for tag, points in evals.items():  # one eval point at the last step, the numbers eval_results.txt holds
         assert list(points) == [60], tag
-        np.testing.assert_allclose(points[60], float(results[tag]), rtol=1e-6, err_msg=tag)
+        np.testing.assert_allclose(points[60], results[tag], rtol=1e-6, err_msg=tag)
     assert evals["eval_batches"][60] == 8  # 64 held-out records in batches of 8
     with open(os.path.join(model_dir, "training_summary.txt")) as f:
         summary = f.read()
@@ -147,7 +146,7 @@ def test_cli_end_to_end(data, tmp_path):
     assert model.config.hidden_size == 16 and model.config.vocab_size == 64
     again = evaluate(model, pretraining_dataset(data["eval"], 32, 6, 8, is_training=False), max_steps=100)
     for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_loss"):
-        np.testing.assert_allclose(again[name], float(results[name]), rtol=1e-5, err_msg=name)
+        np.testing.assert_allclose(again[name], results[name], rtol=1e-5, err_msg=name)
 
     # Running the finished run again resumes at step 60: nothing left to train; the eval of the trained model again.
     again = subprocess.run(cli(data, recipe, model_dir, f"--eval_input_file={data['eval']}"), cwd=REPO,
@@ -155,8 +154,7 @@ def test_cli_end_to_end(data, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "nothing left to train" in again.stderr and "steps: 60 of 60" in again.stderr
     assert "step 10/60" not in again.stderr
-    with open(os.path.join(model_dir, "eval_results.txt")) as f:
-        assert dict(line.strip().split(" = ") for line in f) == results
+    assert read_eval_results(model_dir) == results
 
 
 def test_cli_errors_name_the_cause(data, tmp_path):

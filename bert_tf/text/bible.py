@@ -70,8 +70,9 @@ def write_bible_split(directory, held_out_every=10, path=None):
     files = {name: os.path.join(directory, f"{name}.txt") for name in ("train", "heldout")}
     chapters = {"train": 0, "heldout": 0}
     with open(files["train"], "w", encoding="utf-8") as train, open(files["heldout"], "w", encoding="utf-8") as held:
+        outputs = {"train": train, "heldout": held}
         for index, sentences in enumerate(read_bible_documents(CorpusCounts(), path)):
             name = "heldout" if index % held_out_every == 0 else "train"
-            (held if name == "heldout" else train).write("\n".join(sentences) + "\n\n")
+            outputs[name].write("\n".join(sentences) + "\n\n")
             chapters[name] += 1
     return files, chapters

@@ -97,6 +97,17 @@ def write_scalar(name, value):
     tf.summary.write(name, tf.constant(float(value), tf.float32), metadata=metadata)
 
 
+def read_eval_results(model_dir):
+    """The metrics of `eval_results.txt` in `model_dir` (`record_eval`'s `name = value` lines) as floats.
+
+    Example:
+    >>> read_eval_results("runs/demo")["masked_lm_accuracy"]
+    0.1613
+    """
+    with tf.io.gfile.GFile(os.path.join(model_dir, EVAL_RESULTS_FILE), "r") as f:
+        return {name: float(value) for name, value in (line.strip().split(" = ") for line in f if " = " in line)}
+
+
 def read_history(path):
     """The rows of a `train_metrics.jsonl` (empty when the file does not exist)."""
     if not tf.io.gfile.exists(path):
