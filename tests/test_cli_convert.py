@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from bert_tf.checkpoints.model_dir import load_encoder
+from bert_tf.model_dir import load_encoder
 
 BIN = os.path.dirname(sys.executable)
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")

@@ -1,10 +1,12 @@
 """BertConfig: presets, the original bert_config.json, and validation errors that name the field."""
 
 import json
+import os
 
 import pytest
 
 from bert_tf import BertConfig
+from bert_tf.config import configs_dir
 
 # (layers, hidden, heads) of the released models and the Turc et al. miniatures (shared/RECIPE.md).
 PRESET_SHAPES = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8),
@@ -22,20 +24,68 @@ def test_presets_match_the_released_shapes(name):
     assert config.initializer_range == 0.02 and config.hidden_dropout_prob == 0.1
 
 
+ORIGINAL_BASE = {"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+                 "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
+                 "max_position_embeddings": 512, "num_attention_heads": 12, "num_hidden_layers": 12,
+                 "type_vocab_size": 2, "vocab_size": 30522, "directionality": "bidi"}
+
+
+def original_activation(values):
+    """What google-research/bert's modeling.py computes for a bert_config.json: its `get_activation` knows
+    "linear", "relu", "gelu" (the tanh form) and "tanh", and raises on anything else."""
+    act = values["hidden_act"].lower()
+    if act not in ("linear", "relu", "gelu", "tanh"):
+        raise ValueError(f"Unsupported activation: {act}")
+    return "gelu_tanh" if act == "gelu" else act
+
+
 def test_original_bert_config_json_maps_gelu_to_the_tanh_form(tmp_path):
-    original = {"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-                "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
-                "max_position_embeddings": 512, "num_attention_heads": 12, "num_hidden_layers": 12,
-                "type_vocab_size": 2, "vocab_size": 30522, "directionality": "bidi"}
     path = tmp_path / "bert_config.json"
-    path.write_text(json.dumps(original))
+    path.write_text(json.dumps(ORIGINAL_BASE))
     config = BertConfig.from_json_file(str(path))
     assert config.hidden_act == "gelu_tanh"
     assert config == BertConfig.preset("base")
-    # This package's own files keep "gelu" as the exact form.
-    own = tmp_path / "own.json"
-    BertConfig.preset("tiny", hidden_act="gelu").to_json_file(str(own))
-    assert BertConfig.from_json_file(str(own), original=False).hidden_act == "gelu"
+
+
+@pytest.mark.parametrize("hidden_act", ["gelu", "gelu_tanh", "relu", "tanh", "linear"])
+def test_json_round_trip_never_changes_the_activation(tmp_path, hidden_act):
+    config = BertConfig.preset("tiny", hidden_act=hidden_act, layer_norm_eps=1e-7, pre_layer_norm=True)
+    path = tmp_path / "bert_config.json"
+    config.to_json_file(str(path))
+    assert BertConfig.from_json_file(str(path)) == config
+    assert BertConfig.from_json_string(config.to_json_string()) == config
+    written = json.loads(path.read_text())
+    if hidden_act.startswith("gelu"):
+        # The original reads "gelu" (its tanh form); the explicit field says which GELU it is.
+        assert written["hidden_act"] == "gelu"
+        assert written["gelu_approximation"] == ("tanh" if hidden_act == "gelu_tanh" else "none")
+    else:
+        assert written["hidden_act"] == hidden_act and "gelu_approximation" not in written
+    assert original_activation(written) == ("gelu_tanh" if hidden_act.startswith("gelu") else hidden_act)
+
+
+def test_earlier_files_of_this_package_keep_their_activation():
+    # Before the explicit field, this package wrote "gelu_tanh" for the tanh form and "gelu" for the exact form,
+    # always with position_embedding_type (an original release never has it).
+    earlier = dict(BertConfig.preset("tiny").to_dict(), hidden_act="gelu")
+    assert BertConfig.from_json_dict(earlier).hidden_act == "gelu"
+    assert BertConfig.from_json_dict(dict(earlier, hidden_act="gelu_tanh")).hidden_act == "gelu_tanh"
+    assert BertConfig.from_json_dict(dict(ORIGINAL_BASE, hidden_act="gelu_new")).hidden_act == "gelu_tanh"
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"hidden_act": "relu", "gelu_approximation": "tanh"}, "gelu_approximation='tanh' with hidden_act='relu'"),
+    ({"hidden_act": "gelu", "gelu_approximation": "erf"}, "is one of tanh, none"),
+])
+def test_inconsistent_gelu_fields_are_refused(values, message):
+    with pytest.raises(ValueError, match=message):
+        BertConfig.from_json_dict(values)
+
+
+def test_preset_files_are_read_by_the_original_as_the_tanh_gelu():
+    for name in ("tiny", "base", "large"):
+        with open(os.path.join(configs_dir(), "model", f"{name}.json")) as f:
+            assert original_activation(json.load(f)) == "gelu_tanh"
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -46,6 +96,9 @@ def test_original_bert_config_json_maps_gelu_to_the_tanh_form(tmp_path):
     ({"hidden_act": "swish2"}, "hidden_act='swish2' is unknown"),
     ({"hidden_dropout_prob": 1.0}, "hidden_dropout_prob=1.0 must be in [0, 1)"),
     ({"layer_norm_eps": 0.0}, "layer_norm_eps=0.0 must be positive"),
+    ({"layer_norm_eps": "tiny"}, "layer_norm_eps='tiny' must be a finite number: write it without quotes, e.g. 1e-12"),
+    ({"hidden_dropout_prob": float("nan")}, "hidden_dropout_prob=nan must be a finite number"),
+    ({"pre_layer_norm": "yes"}, "pre_layer_norm='yes' must be true or false"),
 ])
 def test_invalid_configs_fail_at_construction_naming_the_field(overrides, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):

@@ -13,7 +13,7 @@ import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
 from bert_tf.checkpoints.convert_hf import convert_hf
-from bert_tf.checkpoints.model_dir import load_encoder, load_pretrainer, read_config
+from bert_tf.model_dir import load_encoder, load_pretrainer, read_config
 from bert_tf.modeling.encoder import BertEncoder
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import tf1_names
 from bert_tf.checkpoints.convert_tf1 import convert_tf1
-from bert_tf.checkpoints.model_dir import load_encoder, load_pretrainer, read_config
+from bert_tf.model_dir import load_encoder, load_pretrainer, read_config
 
 # An original-style bert_config.json: "gelu" means the tanh approximation, no layer_norm_eps key (1e-12 in code).
 ORIGINAL_CONFIG = {"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,

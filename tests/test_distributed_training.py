@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from bert_tf.checkpoints.model_dir import load_pretrainer
+from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.training_log import read_history

@@ -20,7 +20,7 @@ import tensorflow_datasets as tfds
 
 import bert_tf.finetuning  # noqa: F401  (registers BertClassifier for keras.models.load_model)
 from bert_tf import BertConfig, BertPretrainer
-from bert_tf.checkpoints.model_dir import write_model_dir
+from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_encoder
 
 BIN = os.path.dirname(sys.executable)
@@ -231,7 +231,7 @@ def test_wrong_columns_flags_and_data_fail_in_one_line(tiny_model_dir, tmp_path)
         process = bert_finetune(*flags, f"--output_dir={tmp_path / 'out'}")
         assert process.returncode == 1 and message in process.stderr, (flags, process.stderr[-2000:])
         assert "Traceback" not in process.stderr
-    from bert_tf.checkpoints.model_dir import load_encoder
+    from bert_tf.model_dir import load_encoder
     from bert_tf.finetuning.examples import read_table
     from bert_tf.finetuning.run_classifier import finetune_classifier
     data = read_table(train, "text", "label")

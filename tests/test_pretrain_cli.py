@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from bert_tf.checkpoints.model_dir import load_pretrainer
+from bert_tf.model_dir import load_pretrainer
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.pretraining import run_pretraining

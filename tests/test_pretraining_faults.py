@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.checkpoints.model_dir import load_pretrainer
+from bert_tf.model_dir import load_pretrainer
 from bert_tf.training import pretraining
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertPretrainer
-from bert_tf.checkpoints.model_dir import write_model_dir
+from bert_tf.model_dir import write_model_dir
 from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier
 from bert_tf.serving import (CLASSIFIER, SPAN_QA, TOKEN_CLASSIFIER, export_classifier, export_span_qa,
                              load_encoder_from_saved_model, version_dir)
@@ -215,7 +215,7 @@ def test_encoder_is_a_reusable_savedmodel_with_its_assets(exported, uncased_voca
     assert bool(loaded.do_lower_case.numpy()) is True
     with open(os.path.join(path, "assets", "vocab.txt")) as a, open(uncased_vocab) as b:
         assert a.read() == b.read()
-    assert BertConfig.from_json_file(os.path.join(path, "assets", "bert_config.json"), original=False) == (
+    assert BertConfig.from_json_file(os.path.join(path, "assets", "bert_config.json")) == (
         encoder.config)
     x = {k: tf.constant(v) for k, v in example_inputs().items()}
     inference = loaded(x, training=False)

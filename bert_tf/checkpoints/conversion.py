@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.checkpoints import model_dir as model_dir_lib
+from bert_tf import model_dir as model_dir_lib
 from bert_tf.config import BertConfig
 
 

@@ -51,7 +51,7 @@ def convert_tf1(input_dir, output_dir):
     if not tf.io.gfile.exists(config_file):
         raise FileNotFoundError(f"No bert_config.json in {input_dir}: a TF1 checkpoint needs its original config.")
     conversion.check_output_dir(output_dir)
-    config = BertConfig.from_json_file(config_file, original=True)
+    config = BertConfig.from_json_file(config_file)
     prefix = checkpoint_prefix(input_dir)
     reader = tf.train.load_checkpoint(prefix)
     all_names = reader.get_variable_to_shape_map()

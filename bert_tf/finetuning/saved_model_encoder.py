@@ -31,7 +31,7 @@ class SavedModelEncoder(keras.layers.TFSMLayer):
         super().__init__(os.fspath(filepath), call_endpoint="serve", call_training_endpoint="train",
                          trainable=trainable, **kwargs)
         self.config = BertConfig.from_json_file(
-            os.path.join(os.fspath(filepath), "assets", "bert_config.json"), original=False)
+            os.path.join(os.fspath(filepath), "assets", "bert_config.json"))
 
     def _add_existing_weight(self, weight):
         # TFSMLayer names its weights after the loaded variables, whose names end in ":0"; optimizers then build

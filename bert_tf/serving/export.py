@@ -7,7 +7,7 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.checkpoints.model_dir import load_pretrainer, read_config, vocab_path
+from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
 from bert_tf.serving.span_qa_module import SpanQAModule

@@ -26,7 +26,7 @@ def load_encoder_from_saved_model(export_dir):
     Example:
     >>> encoder, vocab_file, do_lower_case = load_encoder_from_saved_model("exported/encoder/1")
     """
-    config = BertConfig.from_json_file(saved_model_asset(export_dir, "bert_config.json"), original=False)
+    config = BertConfig.from_json_file(saved_model_asset(export_dir, "bert_config.json"))
     vocab_file = saved_model_asset(export_dir, "vocab.txt")
     loaded = tf.saved_model.load(export_dir)
     saved = {v.name.rsplit(":", 1)[0]: v for v in loaded.variables}

@@ -13,7 +13,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.checkpoints import model_dir as model_dir_lib
+from bert_tf import model_dir as model_dir_lib
 
 CHECKPOINT_NAME = "ckpt"
 _STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
@@ -99,11 +99,6 @@ def restore_model_weights(model, init_checkpoint):
     if "_CHECKPOINTABLE_OBJECT_GRAPH" not in keys or not any(k.startswith("model/") for k in keys):
         raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (no `model` object): "
                          f"convert a released TF1 or HF checkpoint first with `bert-convert --from tf1|hf`.")
-    status = tf.train.Checkpoint(model=model).restore(path).expect_partial()
-    try:
-        status.assert_existing_objects_matched()
-    except AssertionError:
-        status.assert_nontrivial_match()
-        logging.warning("%s has no pre-training heads: the masked-LM and NSP heads start freshly initialized.", path)
+    model_dir_lib.restore_weights(model, path)
     logging.info("Initialized the model from %s", path)
     return path

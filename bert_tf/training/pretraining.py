@@ -7,7 +7,6 @@ over all phases; a new phase has new input shapes, so the loop function retraces
 """
 
 import dataclasses
-import json
 import os
 import time
 
@@ -16,7 +15,7 @@ import tensorflow as tf
 import yaml
 from absl import logging
 
-from bert_tf.checkpoints import model_dir as model_dir_lib
+from bert_tf import model_dir as model_dir_lib
 from bert_tf.config import BertConfig
 from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
@@ -225,25 +224,16 @@ def _non_finite_message(sums, bad_step, phase, ckpt_dir):
             f"the input records, or leave out --mixed_precision=mixed_float16.")
 
 
-# Files in model_dir and init_checkpoint go through tf.io.gfile, so both may be on GCS (gs://), as TPUs need.
-def _read_config(directory):
-    path = os.path.join(directory, model_dir_lib.CONFIG_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path, "r") as f:
-        return BertConfig.from_dict(json.load(f))
-
-
 def _init_checkpoint_config(recipe):
-    if recipe.init_checkpoint and tf.io.gfile.isdir(recipe.init_checkpoint):
-        return _read_config(recipe.init_checkpoint)
+    if recipe.init_checkpoint and model_dir_lib.has_config(recipe.init_checkpoint):
+        return model_dir_lib.read_config(recipe.init_checkpoint)
     return None
 
 
 def _check_model_dir_config(model_dir, config):
-    saved = _read_config(model_dir)
-    if saved is None:
+    if not model_dir_lib.has_config(model_dir):
         return
+    saved = model_dir_lib.read_config(model_dir)
     differences = [f"{k}: saved {v!r}, now {getattr(config, k)!r}" for k, v in saved.to_dict().items()
                    if getattr(config, k) != v]
     if differences:
@@ -253,14 +243,11 @@ def _check_model_dir_config(model_dir, config):
 
 def _write_model_dir_files(model_dir, config, recipe):
     """bert_config.json and vocab.txt (what `load_pretrainer` and `bert-export` read) and the effective recipe."""
-    tf.io.gfile.makedirs(model_dir)
-    with tf.io.gfile.GFile(os.path.join(model_dir, model_dir_lib.CONFIG_FILE), "w") as f:
-        f.write(json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
+    model_dir_lib.write_config(model_dir, config)
     vocab = recipe.vocab_file
-    if not vocab and recipe.init_checkpoint and tf.io.gfile.isdir(recipe.init_checkpoint):
-        vocab = os.path.join(recipe.init_checkpoint, model_dir_lib.VOCAB_FILE)
-    target = os.path.join(model_dir, model_dir_lib.VOCAB_FILE)
-    if vocab and tf.io.gfile.exists(vocab) and os.path.abspath(vocab) != os.path.abspath(target):
-        tf.io.gfile.copy(vocab, target, overwrite=True)
-    with tf.io.gfile.GFile(os.path.join(model_dir, RECIPE_FILE), "w") as f:
-        f.write(yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+    if not vocab and recipe.init_checkpoint:
+        vocab = model_dir_lib.vocab_path(recipe.init_checkpoint)
+    if vocab and tf.io.gfile.exists(vocab):
+        model_dir_lib.copy_vocab(vocab, model_dir)
+    model_dir_lib.write_text_atomically(os.path.join(model_dir, RECIPE_FILE),
+                                        yaml.safe_dump(recipe.to_dict(), sort_keys=False))

@@ -6,7 +6,6 @@ own input files and sequence lengths (the paper: 900,000 steps at 128 tokens, th
 """
 
 import dataclasses
-import json
 import os
 from typing import Optional
 
@@ -278,13 +277,9 @@ def load_recipe(name_or_path):
 
 
 def read_bert_config(path):
-    """A `bert_config.json`: this package's own (it names `position_embedding_type`) or an original release,
-    whose "gelu" is the tanh approximation."""
+    """A `bert_config.json` (this package's or an original release's, see `BertConfig.from_json_dict`)."""
     with tf.io.gfile.GFile(path, "r") as f:
-        values = json.load(f)
-    if "position_embedding_type" in values:
-        return BertConfig.from_dict(values)
-    return BertConfig.from_json_file(path, original=True)
+        return BertConfig.from_json_string(f.read(), path)
 
 
 def count_vocab(path):
