@@ -106,11 +106,11 @@ def masked_word_predictions(exported, top_k=5):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the preprocessing model's ops)
 
-    from bert_tf.text.vocab import load_vocab
+    from bert_tf.text.vocabulary import read_vocab_file
 
     preprocessing = tf.saved_model.load(exported["preprocessing"])
     mlm = tf.saved_model.load(exported["encoder_mlm"]).signatures["mlm"]
-    vocab = load_vocab(os.path.join(exported["encoder_mlm"], "assets", "vocab.txt"))
+    vocab = read_vocab_file(os.path.join(exported["encoder_mlm"], "assets", "vocab.txt"))
     mask_id = vocab.index("[MASK]")
     results = []
     for sentence, word in PREDICTION_SENTENCES:
@@ -147,7 +147,7 @@ def main(argv):
     steps = [] if FLAGS.num_train_steps is None else [f"--num_train_steps={FLAGS.num_train_steps}"]
     command("pretrain", "--config=demo_cpu", f"--model_dir={model_dir}", f"--input_file={records['train']}",
             f"--vocab_file={vocab_file}", f"--eval_input_file={records['heldout']}", *steps)
-    from bert_tf.text.vocab import load_vocab
+    from bert_tf.text.vocabulary import read_vocab_file
     from bert_tf.training.evaluation import unigram_baseline
     from bert_tf.training.training_log import read_eval_results
 
@@ -170,7 +170,7 @@ def main(argv):
         masked = "[MASK]".join(item["sentence"].rsplit(item["word"], 1))
         print(f"  {masked}\n    -> {shown}   (was: {item['word']})")
 
-    baseline_word = load_vocab(vocab_file)[baseline_token]
+    baseline_word = read_vocab_file(vocab_file)[baseline_token]
     summary = {"masked_lm_accuracy": results["masked_lm_accuracy"],
                "next_sentence_accuracy": results.get("next_sentence_accuracy"),
                "unigram_baseline": baseline, "unigram_baseline_token": baseline_word,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.instances.masking import MaskingRules
+from bert_tf.instances.masking import MaskingRules, StaticMasker
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
 from bert_tf.instances.sentence_pairs import PairSpan, instances_from_document, truncate_seq_pair
@@ -169,11 +169,11 @@ def test_statistics_on_real_text_match_the_recipe(bible_run, tokenizer):
     # 80 / 10 / 10.
     shown = np.take_along_axis(records["input_ids"], records["masked_lm_positions"], axis=1)
     real = records["masked_lm_weights"] > 0
-    mask_share = np.mean(shown[real] == tokenizer.mask_id)
+    mask_share = np.mean(shown[real] == tokenizer.vocabulary.mask_id)
     kept_share = np.mean(shown[real] == records["masked_lm_ids"][real])
     assert abs(mask_share - 0.8) < 0.015 and abs(kept_share - 0.1) < 0.015
     assert abs(1 - mask_share - kept_share - 0.1) < 0.015
-    assert (stats.masked, stats.kept, stats.replaced) == (np.sum(shown[real] == tokenizer.mask_id),
+    assert (stats.masked, stats.kept, stats.replaced) == (np.sum(shown[real] == tokenizer.vocabulary.mask_id),
                                                           np.sum(shown[real] == records["masked_lm_ids"][real]),
                                                           real.sum() - stats.masked - stats.kept)
     # NSP: 50% random next plus half of the one-sentence chunks, which are always random next.
@@ -188,13 +188,13 @@ def test_statistics_on_real_text_match_the_recipe(bible_run, tokenizer):
 
 def test_layout_no_special_token_masked_segments_as_specified(bible_run, tokenizer):
     _, _, records = bible_run
-    problems = check_layout(records, tokenizer.cls_id, tokenizer.sep_id)
+    problems = check_layout(records, tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id)
     assert problems == {rule: 0 for rule in problems}
     real = records["masked_lm_weights"] > 0
-    assert not np.isin(records["masked_lm_ids"][real], [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]).any()
+    assert not np.isin(records["masked_lm_ids"][real], [tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id, tokenizer.vocabulary.pad_id]).any()
     # Segment ids by hand on the first record: 0 for [CLS] A [SEP], 1 for B [SEP], 0 for padding.
     ids, segments, length = records["input_ids"][0], records["segment_ids"][0], records["input_mask"][0].sum()
-    first_sep = list(ids).index(tokenizer.sep_id)
+    first_sep = list(ids).index(tokenizer.vocabulary.sep_id)
     assert segments.tolist() == [0] * (first_sep + 1) + [1] * (length - first_sep - 1) + [0] * (128 - length)
 
 
@@ -225,8 +225,7 @@ def test_whole_word_masking_keeps_groups_intact(bible_documents, tokenizer, tmp_
     summary, files = run_pipeline(bible_documents[:150], tokenizer, tmp_path, num_workers=0,
                                   options={"do_whole_word_mask": True, "random_seed": 5})
     records = concatenate(read_records(files))
-    rules = MaskingRules(0.15, 20, tokenizer.vocab_size, tokenizer.mask_id, (0, tokenizer.cls_id, tokenizer.sep_id),
-                         tokenizer.is_subword(), do_whole_word_mask=True)
+    rules = StaticMasker.for_vocabulary(MaskingRules(0.15, 20, do_whole_word_mask=True), tokenizer.vocabulary)
     pieces_masked = 0
     for i in range(len(records["input_ids"])):
         count = int(records["masked_lm_weights"][i].sum())
@@ -237,7 +236,7 @@ def test_whole_word_masking_keeps_groups_intact(bible_documents, tokenizer, tmp_
         for group in rules.candidate_groups(original.tolist()):
             assert set(group) <= chosen or not set(group) & chosen, (i, group, sorted(chosen))
         assert count <= min(20, max(1, round(len(original) * 0.15)))
-        pieces_masked += int(tokenizer.is_subword()[records["masked_lm_ids"][i, :count]].sum())
+        pieces_masked += int(tokenizer.vocabulary.is_subword[records["masked_lm_ids"][i, :count]].sum())
     assert pieces_masked > 100  # multi-piece words were masked, so the check above had something to check
     assert abs(summary.statistics.predictions / summary.statistics.tokens - 0.15) < 0.01
 

@@ -12,7 +12,7 @@ import pytest
 
 from bert_tf.demo import PREDICTION_SENTENCES, RESULTS_FILE
 from bert_tf.records.reader import infer_layout, read_records
-from bert_tf.text.vocab import check_vocab, load_vocab
+from bert_tf.text.vocabulary import Vocabulary
 from bert_tf.training.evaluation import unigram_baseline
 
 
@@ -50,8 +50,7 @@ def test_demo_learns_clearly_more_than_the_unigram_baseline_on_held_out_text(dem
 def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_chapters(demo):
     output_dir, process = demo
     data = output_dir / "data"
-    tokens = load_vocab(data / "vocab.txt")
-    check_vocab(tokens)
+    tokens = list(Vocabulary.from_file(data / "vocab.txt").require(pad_first=True).tokens)
     assert 3000 < len(tokens) < 8000
     for name in ("train", "heldout"):
         layout = infer_layout(str(data / f"{name}.tfrecord"))

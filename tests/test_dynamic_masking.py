@@ -157,7 +157,7 @@ def test_seeds_decide_the_masks():
 
 
 def test_masker_rejects_a_vocab_without_specials_and_bad_rates():
-    with pytest.raises(ValueError, match=r"lacks \['\[MASK\]'\]"):
+    with pytest.raises(ValueError, match=r"lacks the special token\(s\) \['\[MASK\]'\]"):
         DynamicMasker(["[PAD]", "[CLS]", "[SEP]", "a"])
     with pytest.raises(ValueError, match="masked_lm_prob=1.5"):
         DynamicMasker(VOCAB, masked_lm_prob=1.5)
@@ -455,7 +455,7 @@ def test_document_pipelines_share_the_documents_across_input_contexts():
 def test_same_masks_as_the_reference_rules_given_the_same_draws(whole_word):
     """bert_tf/instances/masking.py (the static path's rules, checked there against the original) fed with the
     random numbers this op drew gives exactly its ids, positions and labels."""
-    from bert_tf.instances.masking import MaskDraws, MaskingRules
+    from bert_tf.instances.masking import MaskDraws, MaskingRules, StaticMasker
 
     masker = DynamicMasker(VOCAB, do_whole_word_mask=whole_word)
     features = random_batch(np.random.default_rng(11), 300, pieces=whole_word)
@@ -468,9 +468,10 @@ def test_same_masks_as_the_reference_rules_given_the_same_draws(whole_word):
     keys = tf.random.stateless_uniform(ids.shape, select_seed).numpy()
     values = tf.random.stateless_uniform([len(ids), PRED], value_seed).numpy()
     random_ids = tf.random.stateless_uniform([len(ids), PRED], token_seed, 0, len(VOCAB), tf.int32).numpy()
-    rules = MaskingRules(masked_lm_prob=0.15, max_predictions_per_seq=PRED, vocab_size=len(VOCAB), mask_id=MASK,
-                         special_ids=(PAD, CLS, SEP), is_subword=np.array([t.startswith("##") for t in VOCAB]),
-                         do_whole_word_mask=whole_word)
+    rules = StaticMasker(MaskingRules(masked_lm_prob=0.15, max_predictions_per_seq=PRED,
+                                      do_whole_word_mask=whole_word),
+                         vocab_size=len(VOCAB), mask_id=MASK, special_ids=(PAD, CLS, SEP),
+                         is_subword=np.array([t.startswith("##") for t in VOCAB]))
     for row in range(len(ids)):
         length = int(features["input_mask"][row].sum())
         tokens = ids[row, :length]

@@ -255,8 +255,8 @@ def pretrain_masked_lm(model_dir, vocab_file, steps=300, seq_length=64, batch_si
     rows = [ids[start:start + body] for i in range(len(chapters))
             for start in range(splits[i], splits[i + 1] - body + 1, body)]
     count = len(rows)
-    word_ids = np.concatenate([np.full((count, 1), tokenizer.cls_id), np.array(rows),
-                               np.full((count, 1), tokenizer.sep_id)], axis=1).astype(np.int32)
+    word_ids = np.concatenate([np.full((count, 1), tokenizer.vocabulary.cls_id), np.array(rows),
+                               np.full((count, 1), tokenizer.vocabulary.sep_id)], axis=1).astype(np.int32)
     features = {"input_word_ids": word_ids, "input_mask": np.ones_like(word_ids),
                 "input_type_ids": np.zeros_like(word_ids), "next_sentence_labels": np.zeros((count, 1), np.int32)}
     masker = DynamicMasker(vocab_file)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bert_tf.instances.masking import MaskDraws, MaskingRules, masked_token, num_to_predict
+from bert_tf.instances.masking import MaskDraws, MaskingRules, StaticMasker, num_to_predict
 
 PAD, CLS, SEP, MASK = 0, 1, 2, 3
 VOCAB = 50
@@ -12,7 +12,7 @@ IS_SUBWORD = np.arange(VOCAB) >= 30
 
 
 def rules(whole_word=False, prob=0.15, cap=20):
-    return MaskingRules(prob, cap, VOCAB, MASK, (PAD, CLS, SEP), IS_SUBWORD, whole_word)
+    return StaticMasker(MaskingRules(prob, cap, whole_word), VOCAB, MASK, (PAD, CLS, SEP), IS_SUBWORD)
 
 
 def random_batch(rng, num_rows, seq_len):
@@ -43,7 +43,7 @@ def test_batch_budget_is_pythons_round_for_every_length():
 
 
 def test_80_10_10_rule():
-    assert [masked_token(7, u, 9, MASK) for u in (0.0, 0.79, 0.8, 0.89, 0.9, 0.999)] == [MASK, MASK, 7, 7, 9, 9]
+    assert [MaskingRules().masked_token(7, u, 9, MASK) for u in (0.0, 0.79, 0.8, 0.89, 0.9, 0.999)] == [MASK, MASK, 7, 7, 9, 9]
 
 
 def test_groups_join_pieces_to_the_previous_candidate_even_across_sep():

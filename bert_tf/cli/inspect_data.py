@@ -25,16 +25,16 @@ def main(argv):
     from bert_tf.records.inspection import check_layout, describe_instance, plot_statistics, statistics_of
     from bert_tf.records.reader import infer_layout, read_records
     from bert_tf.text.corpus import expand_input_files
-    from bert_tf.text.vocab import check_vocab, load_vocab
+    from bert_tf.text.vocabulary import Vocabulary
 
     try:
         files = expand_input_files(FLAGS.input_file)
-        vocab = load_vocab(FLAGS.vocab_file)
-        check_vocab(vocab, f"vocab_file {FLAGS.vocab_file!r}")
+        vocabulary = Vocabulary.from_file(FLAGS.vocab_file).require(("[CLS]", "[SEP]", "[MASK]"), "inspecting records")
+        vocab = vocabulary.tokens
         layout = infer_layout(files[0])
     except (ValueError, FileNotFoundError) as e:
         sys.exit(f"bert-inspect-data: error: {e}")
-    cls_id, sep_id, mask_id = (vocab.index(t) for t in ("[CLS]", "[SEP]", "[MASK]"))
+    cls_id, sep_id, mask_id = vocabulary.cls_id, vocabulary.sep_id, vocabulary.mask_id
     print(f"{len(files)} file(s), {layout.names} feature names, max_seq_length {layout.max_seq_length}, "
           f"max_predictions_per_seq {layout.max_predictions_per_seq}\n")
 

@@ -2,11 +2,20 @@
 
 import numpy as np
 
+from bert_tf.text.packing import pack_spans, pair_keep_lengths
+
 
 def truncate_pair(tokens_a, tokens_b, max_length):
-    """The original `_truncate_seq_pair`: drop the last token of the longer list until both fit."""
-    while len(tokens_a) + len(tokens_b) > max_length:
-        (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+    """The original `_truncate_seq_pair` on two lists, in place: the longer one loses its last tokens first.
+
+    Example:
+    >>> a, b = list(range(10)), list(range(10))
+    >>> truncate_pair(a, b, 15)
+    >>> len(a), len(b)
+    (8, 7)
+    """
+    keep_a, keep_b = pair_keep_lengths(len(tokens_a), len(tokens_b), max_length)
+    del tokens_a[keep_a:], tokens_b[keep_b:]
 
 
 def encode_texts(tokenizer, texts_a, texts_b, max_seq_length):
@@ -14,38 +23,29 @@ def encode_texts(tokenizer, texts_a, texts_b, max_seq_length):
     `input_word_ids`, `input_mask`, `input_type_ids`.
 
     Args:
-        tokenizer: a `bert_tf.text.tokenizer.FullTokenizer`.
+        tokenizer: a `bert_tf.text.tokenizer.FullTokenizer` (its vocab must hold [CLS] and [SEP]).
         texts_a, texts_b: lists of strings; `texts_b` None for single sentences.
         max_seq_length: T, including [CLS] and [SEP]s.
 
     Example:
-    >>> features = encode_texts(FullTokenizer("vocab.txt"), ["Hello world!"], None, 8)
-    >>> features["input_word_ids"][0].tolist()
+    >>> features = encode_texts(FullTokenizer("vocab.txt"), ["Hello world!"], None, 8)  # doctest: +SKIP
+    >>> features["input_word_ids"][0].tolist()  # doctest: +SKIP
     [101, 7592, 2088, 999, 102, 0, 0, 0]
     """
     specials = 3 if texts_b is not None else 2
     if max_seq_length <= specials:
         raise ValueError(f"max_seq_length={max_seq_length} leaves no room for text after [CLS] and [SEP]s.")
+    vocab = tokenizer.vocabulary.require(("[CLS]", "[SEP]"), "packing texts for the encoder")
     ids_a, splits_a = tokenizer.tokenize_to_ids(texts_a)
-    if texts_b is not None:
+    a_start, len_a = splits_a[:-1], np.diff(splits_a)
+    if texts_b is None:
+        keep_a = np.minimum(len_a, max_seq_length - specials)
+        ids, mask, type_ids = pack_spans(ids_a, a_start, a_start + keep_a, max_seq_length, vocab.cls_id,
+                                         vocab.sep_id)
+    else:
         ids_b, splits_b = tokenizer.tokenize_to_ids(texts_b)
-    count = len(texts_a)
-    word_ids = np.zeros((count, max_seq_length), np.int32)
-    type_ids = np.zeros((count, max_seq_length), np.int32)
-    mask = np.zeros((count, max_seq_length), np.int32)
-    for i in range(count):
-        a = ids_a[splits_a[i]:splits_a[i + 1]].tolist()
-        b = ids_b[splits_b[i]:splits_b[i + 1]].tolist() if texts_b is not None else []
-        if texts_b is not None:
-            truncate_pair(a, b, max_seq_length - 3)
-        else:
-            a = a[:max_seq_length - 2]
-        tokens = [tokenizer.cls_id] + a + [tokenizer.sep_id]
-        segments = [0] * len(tokens)
-        if texts_b is not None:
-            tokens += b + [tokenizer.sep_id]
-            segments += [1] * (len(b) + 1)
-        word_ids[i, :len(tokens)] = tokens
-        type_ids[i, :len(tokens)] = segments
-        mask[i, :len(tokens)] = 1
-    return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+        keep_a, keep_b = pair_keep_lengths(len_a, np.diff(splits_b), max_seq_length - specials)
+        b_start = splits_b[:-1] + len(ids_a)
+        ids, mask, type_ids = pack_spans(np.concatenate([ids_a, ids_b]), a_start, a_start + keep_a, max_seq_length,
+                                         vocab.cls_id, vocab.sep_id, b_start=b_start, b_stop=b_start + keep_b)
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": type_ids}

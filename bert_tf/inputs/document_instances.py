@@ -17,6 +17,8 @@ Every draw is stateless, from the window's seed, so instances are reproducible a
 
 import tensorflow as tf
 
+from bert_tf.text.packing import pack_spans_in_graph, pair_keep_lengths
+
 
 def next_sentence_instances(window, max_seq_length, cls_id, sep_id, seed, short_seq_prob=0.1):
     """The original NSP instances of every document of `window` (int32 ragged [D, (S), (T)]), seeded by `seed`.
@@ -88,8 +90,10 @@ def next_sentence_instances(window, max_seq_length, cls_id, sep_id, seed, short_
                                                                                      b_stop, labels))
     a_start, a_stop, b_start, b_stop = _truncate_seq_pair(a_start, a_stop, b_start, b_stop, max_num_tokens,
                                                           truncate_seed)
-    return _assemble_pairs(window.flat_values, a_start, a_stop, b_start, b_stop, labels, max_seq_length, cls_id,
-                           sep_id)
+    ids, input_mask, type_ids = pack_spans_in_graph(window.flat_values, a_start, a_stop, max_seq_length, cls_id,
+                                                    sep_id, b_start=b_start, b_stop=b_stop)
+    return {"input_word_ids": ids, "input_mask": input_mask, "input_type_ids": type_ids,
+            "next_sentence_labels": labels[:, tf.newaxis]}
 
 
 def full_sentence_instances(window, max_seq_length, cls_id, sep_id):
@@ -165,12 +169,7 @@ def _truncate_seq_pair(a_start, a_stop, b_start, b_stop, max_num_tokens, seed):
     side loses how many is fixed by the lengths; the front share of each side's losses is Binomial(losses, 0.5).
     """
     a, b = a_stop - a_start, b_stop - b_start
-    excess = tf.maximum(a + b - max_num_tokens, 0)
-    gap = tf.abs(a - b)
-    rest = tf.maximum(excess - gap, 0)  # removals once both sides are equal: B, A, B, A, ...
-    level = tf.minimum(a, b)
-    a_new = tf.where(excess <= gap, tf.where(a > b, a - excess, a), level - rest // 2)
-    b_new = tf.where(excess <= gap, tf.where(a > b, b, b - excess), level - (rest + 1) // 2)
+    a_new, b_new = pair_keep_lengths(a, b, max_num_tokens)
     cut_a, cut_b = a - a_new, b - b_new
     seed_a, seed_b = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
     front_a = tf.cast(tf.random.stateless_binomial(tf.shape(cut_a), seed_a, tf.cast(cut_a, tf.float32), 0.5,
@@ -178,20 +177,3 @@ def _truncate_seq_pair(a_start, a_stop, b_start, b_stop, max_num_tokens, seed):
     front_b = tf.cast(tf.random.stateless_binomial(tf.shape(cut_b), seed_b, tf.cast(cut_b, tf.float32), 0.5,
                                                    output_dtype=tf.int32), tf.int32)
     return (a_start + front_a, a_stop - (cut_a - front_a), b_start + front_b, b_stop - (cut_b - front_b))
-
-
-def _assemble_pairs(flat_tokens, a_start, a_stop, b_start, b_stop, labels, max_seq_length, cls_id, sep_id):
-    """[CLS] A [SEP] B [SEP], segment 0 through the first [SEP] and 1 after it, padded to max_seq_length."""
-    a = (a_stop - a_start)[:, tf.newaxis]
-    b = (b_stop - b_start)[:, tf.newaxis]
-    p = tf.range(max_seq_length)[tf.newaxis, :]
-    in_a = (p >= 1) & (p <= a)
-    in_b = (p >= a + 2) & (p <= a + b + 1)
-    source = tf.where(in_a, a_start[:, tf.newaxis] + p - 1, tf.where(in_b, b_start[:, tf.newaxis] + p - a - 2, 0))
-    tokens = tf.gather(flat_tokens, source)
-    is_sep = tf.equal(p, a + 1) | tf.equal(p, a + b + 2)
-    ids = tf.where(in_a | in_b, tokens, tf.where(is_sep, sep_id, tf.where(tf.equal(p, 0), cls_id, 0)))
-    input_mask = tf.cast(p < a + b + 3, tf.int32)
-    return {"input_word_ids": ids, "input_mask": input_mask,
-            "input_type_ids": tf.cast((p >= a + 2) & (p < a + b + 3), tf.int32),
-            "next_sentence_labels": labels[:, tf.newaxis]}

@@ -1,7 +1,7 @@
 """Dynamic masking (RoBERTa's option): the original masking rules drawn again for every batch, inside tf.data.
 
-The rules are those of the original `create_masked_lm_predictions` (bert_tf/instances/masking.py is the
-reference): [CLS], [SEP] and [PAD] are never candidates; num_to_predict = min(max_predictions_per_seq,
+The rules are the `MaskingRules` of the original `create_masked_lm_predictions` (bert_tf/instances/masking.py
+describes them and holds the reference): [CLS], [SEP] and [PAD] are never candidates; num_to_predict = min(max_predictions_per_seq,
 max(1, round(len * masked_lm_prob))) with len counting the special tokens; with whole-word masking a "##" piece
 joins the previous candidate's word and a word that would exceed the budget is skipped; each chosen token is
 [MASK] 80% of the time, kept 10%, a random token of the whole vocab 10%; positions come out sorted.
@@ -13,20 +13,18 @@ reproduced from a seed nor resumed from an iterator checkpoint (here every draw 
 seed).
 """
 
-import os
-
 import tensorflow as tf
 
-SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
-MASK_RATE, KEEP_RATE = 0.8, 0.1  # the rest (0.1) is a random token
+from bert_tf.instances.masking import MaskingRules
+from bert_tf.text.vocabulary import MASKING_TOKENS, Vocabulary
 
 
 class DynamicMasker:
     """Masks batches of unmasked instances with the original rules, from a stateless seed per batch.
 
     Args:
-        vocab: the vocab file's path or its tokens in id order (needs [PAD], [CLS], [SEP], [MASK]; "##" marks
-            word pieces for whole-word masking).
+        vocab: a `Vocabulary`, a vocab file's path or its tokens in id order (needs [PAD], [CLS], [SEP], [MASK];
+            "##" marks word pieces for whole-word masking).
         masked_lm_prob: the share of tokens to predict (original default 0.15).
         do_whole_word_mask: mask whole words ("##" pieces with the piece before them).
 
@@ -41,21 +39,13 @@ class DynamicMasker:
     """
 
     def __init__(self, vocab, masked_lm_prob=0.15, do_whole_word_mask=False):
-        if isinstance(vocab, (str, os.PathLike)):
-            with tf.io.gfile.GFile(os.fspath(vocab), "r") as f:
-                vocab = [line.rstrip("\n").strip() for line in f]
-        self.vocab = list(vocab)
-        missing = [t for t in SPECIAL_TOKENS if t not in self.vocab]
-        if missing:
-            raise ValueError(f"The vocab lacks {missing}: dynamic masking needs {list(SPECIAL_TOKENS)}; use a vocab "
-                             f"learned by bert-vocab (it always adds them).")
-        if not 0.0 < masked_lm_prob < 1.0:
-            raise ValueError(f"masked_lm_prob={masked_lm_prob} must lie in (0, 1); the original uses 0.15.")
-        self.masked_lm_prob = float(masked_lm_prob)
-        self.do_whole_word_mask = bool(do_whole_word_mask)
-        self.vocab_size = len(self.vocab)
-        self.pad_id, self.cls_id, self.sep_id, self.mask_id = (self.vocab.index(t) for t in SPECIAL_TOKENS)
-        self._is_subword = tf.constant([t.startswith("##") for t in self.vocab], tf.bool)
+        self.vocabulary = Vocabulary.of(vocab).require(MASKING_TOKENS, "dynamic masking")
+        # max_predictions_per_seq is the pipeline's, given to each call.
+        self.rules = MaskingRules(float(masked_lm_prob), do_whole_word_mask=bool(do_whole_word_mask))
+        self.vocab = list(self.vocabulary.tokens)
+        self.vocab_size = self.vocabulary.size
+        self.pad_id, self.cls_id, self.sep_id, self.mask_id = (self.vocabulary.id_of(t) for t in MASKING_TOKENS)
+        self._is_subword = tf.constant(self.vocabulary.is_subword, tf.bool)
 
     def mask_batch(self, features, max_predictions_per_seq, seed):
         """Unmasked features (input_word_ids, input_mask, input_type_ids [B, T], next_sentence_labels [B, 1])
@@ -70,10 +60,10 @@ class DynamicMasker:
         candidate = tf.equal(input_mask, 1) & tf.logical_not(special)
         lengths = tf.reduce_sum(input_mask, axis=1)
         # Python's round() on the same double: both round half to even.
-        budget = tf.cast(tf.round(tf.cast(lengths, tf.float64) * self.masked_lm_prob), tf.int32)
+        budget = tf.cast(tf.round(tf.cast(lengths, tf.float64) * self.rules.masked_lm_prob), tf.int32)
         budget = tf.minimum(num_predictions, tf.maximum(1, budget))
 
-        if self.do_whole_word_mask:
+        if self.rules.do_whole_word_mask:
             selected = self._select_whole_words(ids, candidate, budget, select_seed)
         else:
             selected = self._select_tokens(candidate, budget, num_predictions, select_seed)
@@ -88,8 +78,8 @@ class DynamicMasker:
         draw = tf.random.stateless_uniform([batch, num_predictions], value_seed)
         random_tokens = tf.random.stateless_uniform([batch, num_predictions], token_seed, minval=0,
                                                     maxval=self.vocab_size, dtype=tf.int32)
-        values = tf.where(draw < MASK_RATE, self.mask_id,
-                          tf.where(draw < MASK_RATE + KEEP_RATE, labels, random_tokens))
+        values = tf.where(draw < self.rules.mask_below, self.mask_id,
+                          tf.where(draw < self.rules.keep_below, labels, random_tokens))
         # Adding (new - old) leaves the padding entries (all at position 0, delta 0) harmless.
         delta = tf.where(is_real, values - labels, 0)
         indices = tf.stack([tf.broadcast_to(tf.range(batch)[:, tf.newaxis], tf.shape(positions)), positions], -1)

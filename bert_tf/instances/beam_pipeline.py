@@ -23,9 +23,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import DEFAULT_SHARD_SIZE_MB, shard_documents
-from bert_tf.instances.shard import TokenizedShard, Vocabulary, process_shard
+from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.text.corpus import (INPUT_FORMATS, CorpusCounts, expand_input_files, read_sentence_documents,
                                  read_text_documents)
+from bert_tf.text.vocabulary import SPECIAL_TOKENS
 
 _FILE_SHARD_STRIDE = 2 ** 32  # shard indices of file f start at f * stride
 _COUNTED = ("documents", "empty_documents", "one_sentence_documents", "sentences", "empty_sentences", "tokens",
@@ -60,7 +61,7 @@ class ShardToRecords(beam.DoFn):
     def setup(self):
         from bert_tf.text.tokenizer import FullTokenizer  # TensorFlow is imported on the workers only
         self.tokenizer = FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
-        self.vocab = Vocabulary.from_tokenizer(self.tokenizer)
+        self.vocab = self.tokenizer.vocabulary.require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
 
     def process(self, element):
         index, documents = element

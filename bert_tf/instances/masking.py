@@ -1,4 +1,5 @@
-"""The original masked-LM rules (create_pretraining_data.create_masked_lm_predictions), one sequence or a batch.
+"""The original masked-LM rules (create_pretraining_data.create_masked_lm_predictions): `MaskingRules`, their one
+description, and `StaticMasker`, which applies them to one sequence or a batch of numpy ids.
 
 The rules, per sequence of `n` tokens (special tokens included):
 1. Candidates: every position except [CLS] and [SEP]. With whole-word masking a candidate whose token starts
@@ -7,41 +8,96 @@ The rules, per sequence of `n` tokens (special tokens included):
 2. The groups are visited in a uniformly random order (the original shuffles them).
 3. num_to_predict = min(max_predictions_per_seq, max(1, round(n * masked_lm_prob))), Python's round (half to even).
 4. Greedy pass: stop once num_to_predict positions are chosen; skip a group that would exceed it.
-5. Each chosen position: [MASK] with probability 0.8, the original token 0.1, a token drawn uniformly from the
-   whole vocab 0.1 (the original: random() < 0.8, else random() < 0.5). The label is always the original token.
+5. Each chosen position: [MASK] with probability mask_rate (0.8), the original token keep_rate (0.1), a token
+   drawn uniformly from the whole vocab random_rate (0.1) (the original: random() < 0.8, else random() < 0.5).
+   The label is always the original token.
 6. Positions are returned sorted.
 
+The dynamic masking of the input pipeline (bert_tf/inputs/dynamic_masking.py) applies the same `MaskingRules`
+inside tf.data.
+
 Randomness comes in as explicit draws per position (`MaskDraws`): a uniform key that orders the groups (a group
-takes the key of its first position: sorting by iid keys is a uniform shuffle), a uniform for the 80/10/10
+takes the key of its first position: sorting by iid keys is a uniform shuffle), a uniform u for the 80/10/10
 choice and a random vocab id. `mask_sequence` applies the rules with plain Python loops and is the reference;
 `mask_batch` applies them with numpy to many sequences and gives the same result for the same draws (tested).
 The original drew from one `random.Random` in a data-dependent order; the distribution of masks is the same.
-
-Example:
->>> rules = MaskingRules(masked_lm_prob=0.15, max_predictions_per_seq=20, vocab_size=30522, mask_id=103,
-...                      special_ids=(0, 101, 102), is_subword=is_subword, do_whole_word_mask=False)
->>> draws = MaskDraws.draw(np.random.default_rng(0), [len(ids)], rules.vocab_size)
->>> output_ids, positions, labels = rules.mask_sequence(ids, draws.row(0))
 """
 
 import dataclasses
 
 import numpy as np
 
-MASK_PROB = 0.8   # a chosen position becomes [MASK] when u < 0.8,
-KEEP_BELOW = 0.9  # keeps its token when 0.8 <= u < 0.9, else takes the random vocab token
-
 
 def num_to_predict(seq_length, masked_lm_prob, max_predictions_per_seq):
-    """How many positions the original masks in a sequence of `seq_length` tokens (specials included)."""
+    """How many positions the original masks in a sequence of `seq_length` tokens (specials included).
+
+    Example:
+    >>> num_to_predict(128, 0.15, 20), num_to_predict(10, 0.25, 20)
+    (19, 2)
+    """
     return min(max_predictions_per_seq, max(1, int(round(seq_length * masked_lm_prob))))
 
 
-def masked_token(original_id, u, random_id, mask_id):
-    """The 80/10/10 rule for one chosen position, from a uniform u in [0, 1)."""
-    if u < MASK_PROB:
-        return mask_id
-    return original_id if u < KEEP_BELOW else random_id
+@dataclasses.dataclass(frozen=True)
+class MaskingRules:
+    """What masking does, as data: how many positions to predict and what a chosen position shows.
+
+    Args:
+        masked_lm_prob: the share of tokens to predict (original default 0.15).
+        max_predictions_per_seq: the cap on predictions per sequence (original default 20).
+        do_whole_word_mask: mask all pieces of a word together.
+        mask_rate: the share of chosen positions shown as [MASK] (0.8).
+        random_rate: the share shown as a random token of the whole vocab (0.1); the rest (keep_rate, 0.1) keep
+            their token.
+
+    Example:
+    >>> rules = MaskingRules(masked_lm_prob=0.15, max_predictions_per_seq=20)
+    >>> rules.num_to_predict(128), rules.keep_rate
+    (19, 0.1)
+    >>> [rules.masked_token(7, u, random_id=9, mask_id=103) for u in (0.5, 0.85, 0.95)]
+    [103, 7, 9]
+    """
+
+    masked_lm_prob: float = 0.15
+    max_predictions_per_seq: int = 20
+    do_whole_word_mask: bool = False
+    mask_rate: float = 0.8
+    random_rate: float = 0.1
+
+    def __post_init__(self):
+        if not 0.0 < self.masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob={self.masked_lm_prob} must lie in (0, 1]; the original uses 0.15.")
+        if isinstance(self.max_predictions_per_seq, bool) or \
+                not isinstance(self.max_predictions_per_seq, (int, np.integer)) or self.max_predictions_per_seq < 1:
+            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq!r} must be a positive integer; "
+                             f"the original uses 20 at max_seq_length 128.")
+        if not (0.0 <= self.mask_rate and 0.0 <= self.random_rate and self.mask_rate + self.random_rate <= 1.0):
+            raise ValueError(f"mask_rate={self.mask_rate} and random_rate={self.random_rate} must be shares that add "
+                             f"up to at most 1 (the rest keeps its token); the original uses 0.8 and 0.1.")
+
+    @property
+    def keep_rate(self):
+        return round(1.0 - self.mask_rate - self.random_rate, 12)
+
+    @property
+    def mask_below(self):
+        """A chosen position with u < mask_below shows [MASK]."""
+        return self.mask_rate
+
+    @property
+    def keep_below(self):
+        """... with mask_below <= u < keep_below keeps its token, else shows a random one (0.9 exactly: the
+        original's random() < 0.8, else random() < 0.5)."""
+        return 1.0 - self.random_rate
+
+    def num_to_predict(self, seq_length):
+        return num_to_predict(seq_length, self.masked_lm_prob, self.max_predictions_per_seq)
+
+    def masked_token(self, original_id, u, random_id, mask_id):
+        """What one chosen position shows, from a uniform u in [0, 1)."""
+        if u < self.mask_below:
+            return mask_id
+        return original_id if u < self.keep_below else random_id
 
 
 @dataclasses.dataclass
@@ -63,26 +119,39 @@ class MaskDraws:
 
 
 @dataclasses.dataclass
-class MaskingRules:
-    """The masking configuration of create_pretraining_data, applied by `mask_sequence` or `mask_batch`.
+class StaticMasker:
+    """`MaskingRules` applied to numpy token ids of one vocab, by `mask_sequence` (reference) or `mask_batch`.
 
     Args:
-        masked_lm_prob: the share of tokens to predict (original default 0.15).
-        max_predictions_per_seq: the cap on predictions per sequence (original default 20).
+        rules: the `MaskingRules`.
         vocab_size: random replacement ids are drawn from [0, vocab_size), the whole vocab as in the original.
         mask_id: the id of [MASK].
         special_ids: ids that are never candidates: [CLS] and [SEP] (and [PAD], which only pads).
         is_subword: bool array [vocab_size], True for "##" pieces (used with whole-word masking).
-        do_whole_word_mask: mask all pieces of a word together.
+
+    Example:
+    >>> from bert_tf.text.vocabulary import Vocabulary
+    >>> vocab = Vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> masker = StaticMasker.for_vocabulary(MaskingRules(masked_lm_prob=0.4), vocab)
+    >>> ids = [2, 5, 6, 3, 5, 3]
+    >>> draws = MaskDraws.draw(np.random.default_rng(0), [len(ids)], vocab.size)
+    >>> output_ids, positions, labels = masker.mask_sequence(ids, draws)
+    >>> len(positions), all(ids[p] == label for p, label in zip(positions, labels))
+    (2, True)
     """
 
-    masked_lm_prob: float
-    max_predictions_per_seq: int
+    rules: MaskingRules
     vocab_size: int
     mask_id: int
     special_ids: tuple
     is_subword: np.ndarray
-    do_whole_word_mask: bool = False
+
+    @classmethod
+    def for_vocabulary(cls, rules, vocabulary):
+        """The masker of a `bert_tf.text.vocabulary.Vocabulary` holding [PAD], [CLS], [SEP] and [MASK]."""
+        vocabulary.require(("[PAD]", "[CLS]", "[SEP]", "[MASK]"), "masking")
+        return cls(rules, vocabulary.size, vocabulary.mask_id,
+                   (vocabulary.pad_id, vocabulary.cls_id, vocabulary.sep_id), vocabulary.is_subword)
 
     def candidate_groups(self, token_ids):
         """Groups of candidate positions in sequence order (the original's `cand_indexes`)."""
@@ -90,7 +159,7 @@ class MaskingRules:
         for i, token in enumerate(token_ids):
             if token in self.special_ids:
                 continue
-            if self.do_whole_word_mask and groups and self.is_subword[token]:
+            if self.rules.do_whole_word_mask and groups and self.is_subword[token]:
                 groups[-1].append(i)
             else:
                 groups.append([i])
@@ -101,7 +170,7 @@ class MaskingRules:
         token_ids = [int(t) for t in token_ids]
         groups = self.candidate_groups(token_ids)
         groups.sort(key=lambda group: draws.keys[group[0]])  # stable: the shuffle of the original
-        budget = num_to_predict(len(token_ids), self.masked_lm_prob, self.max_predictions_per_seq)
+        budget = self.rules.num_to_predict(len(token_ids))
         output = list(token_ids)
         chosen = []
         for group in groups:
@@ -110,7 +179,8 @@ class MaskingRules:
             if len(chosen) + len(group) > budget:
                 continue
             for i in group:
-                output[i] = masked_token(token_ids[i], draws.u[i], int(draws.random_ids[i]), self.mask_id)
+                output[i] = self.rules.masked_token(token_ids[i], draws.u[i], int(draws.random_ids[i]),
+                                                    self.mask_id)
                 chosen.append(i)
         chosen.sort()
         return output, chosen, [token_ids[i] for i in chosen]
@@ -127,17 +197,19 @@ class MaskingRules:
         candidate = np.arange(seq_len)[None, :] < lengths[:, None]
         for special in self.special_ids:
             candidate &= ids != special
-        budget = np.minimum(self.max_predictions_per_seq,
-                            np.maximum(1, np.round(lengths * self.masked_lm_prob).astype(np.int64)))
-        if self.do_whole_word_mask:
+        rules = self.rules
+        # np.round rounds half to even, as Python's round in num_to_predict.
+        budget = np.minimum(rules.max_predictions_per_seq,
+                            np.maximum(1, np.round(lengths * rules.masked_lm_prob).astype(np.int64)))
+        if rules.do_whole_word_mask:
             chosen = self._choose_whole_words(ids, candidate, budget, draws.keys)
         else:
             chosen = self._choose_tokens(candidate, budget, draws.keys)
 
         u = draws.u
-        replaced = np.where(u < MASK_PROB, self.mask_id, np.where(u < KEEP_BELOW, ids, draws.random_ids))
+        replaced = np.where(u < rules.mask_below, self.mask_id, np.where(u < rules.keep_below, ids, draws.random_ids))
         output = np.where(chosen, replaced, ids)
-        num_predictions = self.max_predictions_per_seq
+        num_predictions = rules.max_predictions_per_seq
         counts = chosen.sum(axis=1)
         rows, cols = np.nonzero(chosen)  # row-major: each row's positions come out sorted
         slots = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -151,7 +223,7 @@ class MaskingRules:
     def _choose_tokens(self, candidate, budget, keys):
         """Single-token groups: the greedy pass takes the `budget` candidates with the smallest keys."""
         keys = np.where(candidate, keys, np.inf)
-        k = min(self.max_predictions_per_seq, keys.shape[1])
+        k = min(self.rules.max_predictions_per_seq, keys.shape[1])
         smallest = np.sort(np.partition(keys, k - 1, axis=1)[:, :k], axis=1)
         threshold = np.take_along_axis(smallest, np.minimum(budget, k)[:, None] - 1, axis=1)
         return candidate & (keys <= threshold)

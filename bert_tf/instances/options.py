@@ -2,6 +2,8 @@
 
 import dataclasses
 
+from bert_tf.instances.masking import MaskingRules
+
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
@@ -28,13 +30,17 @@ class InstanceOptions:
             raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} must lie in [1, "
                              f"max_seq_length={self.max_seq_length}]; the original uses 20 at 128 (about "
                              f"max_seq_length * masked_lm_prob).")
-        if not 0.0 < self.masked_lm_prob <= 1.0:
-            raise ValueError(f"masked_lm_prob={self.masked_lm_prob} must lie in (0, 1]; the original uses 0.15.")
+        self.masking_rules  # checks masked_lm_prob
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise ValueError(f"short_seq_prob={self.short_seq_prob} must lie in [0, 1]; the original uses 0.1.")
         if self.dupe_factor < 1:
             raise ValueError(f"dupe_factor={self.dupe_factor} must be at least 1 (the number of passes over the "
                              f"corpus, each with new masks); the original uses 10, its README 5.")
+
+    @property
+    def masking_rules(self):
+        """The `MaskingRules` these options ask for."""
+        return MaskingRules(self.masked_lm_prob, self.max_predictions_per_seq, self.do_whole_word_mask)
 
     @property
     def max_num_tokens(self):

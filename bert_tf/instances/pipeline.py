@@ -21,10 +21,11 @@ import time
 
 from tqdm import tqdm
 
-from bert_tf.instances.shard import TokenizedShard, Vocabulary, process_shard
+from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.writer import RoundRobinWriter
 from bert_tf.text.corpus import CorpusCounts
+from bert_tf.text.vocabulary import SPECIAL_TOKENS
 
 DEFAULT_SHARD_SIZE_MB = 0.5
 
@@ -99,7 +100,7 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers} must be >= 0 (0 builds instances in the main process).")
     counts = counts if counts is not None else CorpusCounts()
-    vocab = Vocabulary.from_tokenizer(tokenizer)
+    vocab = tokenizer.vocabulary.require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
     statistics = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
     start = time.time()
     pool = None

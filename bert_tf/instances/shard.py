@@ -13,11 +13,12 @@ import random
 
 import numpy as np
 
-from bert_tf.instances.masking import MaskDraws, MaskingRules
+from bert_tf.instances.masking import MaskDraws, StaticMasker
 from bert_tf.instances.sentence_pairs import instances_from_document
 from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.example_encoder import ExampleEncoder
 from bert_tf.records.feature_spec import V1_FEATURES, record_name
+from bert_tf.text.packing import pack_spans
 
 
 @dataclasses.dataclass
@@ -64,28 +65,6 @@ class TokenizedShard:
 
 
 @dataclasses.dataclass
-class Vocabulary:
-    """What instance creation needs of the vocab (picklable, small).
-
-    Example:
-    >>> Vocabulary.from_tokenizer(FullTokenizer("vocab.txt")).mask_id
-    103
-    """
-
-    size: int
-    cls_id: int
-    sep_id: int
-    mask_id: int
-    pad_id: int
-    is_subword: np.ndarray  # bool [size]
-
-    @classmethod
-    def from_tokenizer(cls, tokenizer):
-        return cls(tokenizer.vocab_size, tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id, tokenizer.pad_id,
-                   tokenizer.is_subword())
-
-
-@dataclasses.dataclass
 class ShardResult:
     """What `process_shard` sends back to the writer.
 
@@ -120,35 +99,18 @@ def pair_spans(shard, options, rng):
     return np.fromiter(itertools.chain.from_iterable(spans), np.int64, count=6 * len(spans)).reshape(-1, 6)
 
 
-def _ranges(starts, lengths):
-    """The concatenation of range(start, start + length) for each pair, without a Python loop."""
-    ends = np.cumsum(lengths)
-    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - lengths - starts, lengths)
-
-
 def gather_instances(token_ids, spans, max_seq_length, vocab):
     """[CLS] A [SEP] B [SEP] for every span (rows of `pair_spans`), padded:
     (ids [N, T], input_mask, segment_ids, lengths [N])."""
     a_start, a_stop, b_start, b_stop = spans[:, :4].T
-    len_a, len_b = a_stop - a_start, b_stop - b_start
-    lengths = len_a + len_b + 3
-    rows = np.arange(len(spans))
-    ids = np.full((len(spans), max_seq_length), vocab.pad_id, np.int32)
-    # A fills columns 1 .. len_a, B columns len_a + 2 .. len_a + len_b + 1.
-    ids[np.repeat(rows, len_a), _ranges(np.ones_like(len_a), len_a)] = token_ids[_ranges(a_start, len_a)]
-    ids[np.repeat(rows, len_b), _ranges(len_a + 2, len_b)] = token_ids[_ranges(b_start, len_b)]
-    ids[:, 0] = vocab.cls_id
-    ids[rows, len_a + 1] = vocab.sep_id
-    ids[rows, lengths - 1] = vocab.sep_id
-    col = np.arange(max_seq_length, dtype=np.int32)[None, :]
-    input_mask = (col < lengths[:, None]).astype(np.int32)
-    # Segment 0: [CLS] A [SEP]; segment 1: B [SEP]; padding 0.
-    segment_ids = ((col >= (len_a + 2)[:, None]) & (input_mask > 0)).astype(np.int32)
-    return ids, input_mask, segment_ids, lengths
+    ids, input_mask, segment_ids = pack_spans(token_ids, a_start, a_stop, max_seq_length, vocab.cls_id, vocab.sep_id,
+                                              b_start=b_start, b_stop=b_stop, pad_id=vocab.pad_id)
+    return ids, input_mask, segment_ids, (a_stop - a_start) + (b_stop - b_start) + 3
 
 
 def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
-    """Every instance of a shard, masked, shuffled and serialized -> `ShardResult`.
+    """Every instance of a shard, masked, shuffled and serialized -> `ShardResult`. `vocab` is the
+    `bert_tf.text.vocabulary.Vocabulary` the shard was tokenized with.
 
     Instances are gathered, masked and serialized `chunk_size` at a time, so memory holds the shard's serialized
     records and one chunk of arrays, whatever the dupe_factor.
@@ -158,8 +120,7 @@ def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
     np_rng = np.random.default_rng(seed)
     spans = pair_spans(shard, options, rng)
     stats = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
-    rules = MaskingRules(options.masked_lm_prob, options.max_predictions_per_seq, vocab.size, vocab.mask_id,
-                         (vocab.pad_id, vocab.cls_id, vocab.sep_id), vocab.is_subword, options.do_whole_word_mask)
+    masker = StaticMasker.for_vocabulary(options.masking_rules, vocab)
     encoder = ExampleEncoder([(record_name(name, names), dtype.is_floating) for name, dtype, _ in V1_FEATURES])
     records = []
     for start in range(0, len(spans), chunk_size):
@@ -167,7 +128,7 @@ def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
         ids, input_mask, segment_ids, lengths = gather_instances(shard.token_ids, chunk, options.max_seq_length,
                                                                  vocab)
         draws = MaskDraws.draw(np_rng, ids.shape, vocab.size)
-        masked_ids, positions, labels, weights, counts = rules.mask_batch(ids, lengths, draws)
+        masked_ids, positions, labels, weights, counts = masker.mask_batch(ids, lengths, draws)
         is_random_next = chunk[:, 4]
         stats.add(lengths, masked_ids, positions, labels, counts, is_random_next, chunk[:, 5].astype(bool),
                   vocab.mask_id)

@@ -11,7 +11,7 @@ from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
 from bert_tf.serving.span_qa_module import SpanQAModule
-from bert_tf.text.vocab import load_vocab
+from bert_tf.text.vocabulary import read_vocab_file
 
 ENCODER, ENCODER_MLM, PREPROCESSING = "encoder", "encoder_mlm", "preprocessing"
 CLASSIFIER, TOKEN_CLASSIFIER, SPAN_QA = "classifier", "token_classifier", "span_qa"
@@ -90,7 +90,7 @@ def export_span_qa(model, export_dir):
 
 def check_case(vocab_file, do_lower_case):
     """Warns when `do_lower_case` contradicts the vocab (an uncased vocab has no upper-case tokens)."""
-    cased = any(token != token.lower() for token in load_vocab(vocab_file) if not token.startswith("["))
+    cased = any(token != token.lower() for token in read_vocab_file(vocab_file) if not token.startswith("["))
     if cased and do_lower_case:
         logging.warning("%s holds upper-case tokens but do_lower_case=True: pass --nodo_lower_case for a cased "
                         "model, or inputs will never match those tokens.", vocab_file)
@@ -115,8 +115,8 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
                                 f"trained with.")
     check_case(vocab_file, do_lower_case)
     config = read_config(model_dir)
-    if len(load_vocab(vocab_file)) != config.vocab_size:
-        raise ValueError(f"vocab_file {vocab_file} has {len(load_vocab(vocab_file))} tokens but the model's "
+    if len(read_vocab_file(vocab_file)) != config.vocab_size:
+        raise ValueError(f"vocab_file {vocab_file} has {len(read_vocab_file(vocab_file))} tokens but the model's "
                          f"vocab_size is {config.vocab_size}: pass the vocab the model was trained with.")
     pretrainer = load_pretrainer(model_dir)
     paths = {

@@ -7,18 +7,19 @@ the encoder SavedModel does not.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.vocab import check_vocab, load_vocab
+from bert_tf.text.normalization import (DELETED_CHARACTERS_RE2, MARK_CHARACTERS_RE2, MAX_CHARS_PER_WORD,
+                                        SPACE_CHARACTERS_RE2)
+from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
-# The original BasicTokenizer's clean-up (bert_tf/text/normalization.py), as regexes: delete U+0000, U+FFFD and
-# control characters (category C*, except tab, newline, return), then make Zs and line/paragraph separators a
-# space. tensorflow-text's own lower_case option case-folds ("ß" -> "ss"), which the original does not, so
-# lower-casing, NFD and mark stripping are done here as the original does them.
-_CONTROL = r"[\x{0}-\x{8}\x{b}\x{c}\x{e}-\x{1f}\x{7f}-\x{9f}\p{Cf}\p{Co}\p{Cs}\x{fffd}]"
-_SPACE = r"[\p{Zs}\x{2028}\x{2029}]"
-_MARK = r"\p{Mn}"
-# The original WordpieceTokenizer maps words of more than 100 characters to [UNK]; tensorflow-text counts bytes
+# The original BasicTokenizer's clean-up, as regexes (bert_tf/text/normalization.py owns them). tensorflow-text's
+# own lower_case option case-folds ("ß" -> "ss"), which the original does not, so lower-casing, NFD and mark
+# stripping are done here as the original does them.
+_CONTROL = DELETED_CHARACTERS_RE2
+_SPACE = SPACE_CHARACTERS_RE2
+_MARK = MARK_CHARACTERS_RE2
+# The original WordpieceTokenizer maps words of more than 200 characters to [UNK]; tensorflow-text counts bytes
 # (up to 4 a character), so words are checked in characters here and the byte limit only needs to be high enough.
-_MAX_CHARS_PER_WORD = 100
+_MAX_CHARS_PER_WORD = MAX_CHARS_PER_WORD
 _MAX_BYTES_PER_WORD = 4 * _MAX_CHARS_PER_WORD
 
 
@@ -65,11 +66,10 @@ class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
     """
 
     def __init__(self, vocab_file, do_lower_case, seq_length, max_seq_length):
-        tokens = load_vocab(vocab_file)
-        check_vocab(tokens, f"vocab_file {vocab_file!r}")
+        vocab = Vocabulary.from_file(vocab_file).require(SPECIAL_TOKENS, "the preprocessing model", pad_first=True)
         if not 3 <= seq_length <= max_seq_length:
             raise ValueError(f"seq_length={seq_length} must lie in [3, max_position_embeddings={max_seq_length}].")
-        cls_id, sep_id = tokens.index("[CLS]"), tokens.index("[SEP]")
+        cls_id, sep_id = vocab.cls_id, vocab.sep_id
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
         initializer = tf.lookup.TextFileInitializer(
@@ -79,10 +79,10 @@ class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
         self.tokenizer = tf_text.BertTokenizer(
             self.vocab_table, token_out_type=tf.int32, unknown_token="[UNK]", lower_case=False,
             max_bytes_per_word=_MAX_BYTES_PER_WORD)
-        unknown_id = tokens.index("[UNK]")
+        unknown_id = vocab.unk_id
 
         def unknown_if_overlong(text, pieces, starts, ends):
-            """[batch, words, pieces] with every word of more than 100 characters made a single [UNK]."""
+            """[batch, words, pieces] with every word of more than MAX_CHARS_PER_WORD (200) characters made a single [UNK]."""
             word_pieces = pieces.values  # [words, (pieces)]
             word_start = tf.reduce_min(starts, axis=-1).flat_values
             word_end = tf.reduce_max(ends, axis=-1).flat_values

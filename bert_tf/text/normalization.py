@@ -1,7 +1,8 @@
 """The original BasicTokenizer's text normalization (tokenization.py), at C speed.
 
-The original, character by character: drop U+0000, U+FFFD and every control character (Unicode category C*,
-except tab, newline and carriage return); turn whitespace (those three, category Zs, and the other characters
+The original, character by character: drop U+0000, U+FFFD and every control or format character (Unicode
+categories Cc and Cf, except tab, newline and carriage return; private-use and unassigned characters stay, and the
+word holding one becomes [UNK] unless the vocab has it); turn whitespace (those three, category Zs, and the other characters
 Python's `str.split` splits on) into a space; put spaces around CJK ideographs; and for uncased models lower-case
 with `str.lower`, decompose (NFD) and drop non-spacing marks (category Mn).
 
@@ -12,11 +13,19 @@ the text is normalized here exactly as the original does it, and FastBertTokeniz
 The per-character work is a `str.translate` over each string's distinct characters, cached per character.
 """
 
+import functools
 import re
 import unicodedata
 
-# The original's WordpieceTokenizer maps a word longer than this (in characters) to [UNK].
-MAX_CHARS_PER_WORD = 100
+# The original's WordpieceTokenizer maps a word longer than this (in characters) to [UNK]
+# (max_input_chars_per_word=200; transformers' port uses 100).
+MAX_CHARS_PER_WORD = 200
+
+# The same clean-up as RE2 character classes, for in-graph normalization (tf.strings.regex_replace): what is
+# deleted (Cc but tab, newline and return; Cf; U+FFFD; U+0000 is Cc), what becomes a space, what lower-casing strips.
+DELETED_CHARACTERS_RE2 = r"[\x{0}-\x{8}\x{b}\x{c}\x{e}-\x{1f}\x{7f}-\x{9f}\p{Cf}\x{fffd}]"
+SPACE_CHARACTERS_RE2 = r"[\p{Zs}\x{2028}\x{2029}]"
+MARK_CHARACTERS_RE2 = r"\p{Mn}"
 
 _ASCII_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ASCII_WHITESPACE = str.maketrans("\t\n\r", "   ")
@@ -32,7 +41,7 @@ def _clean_char(char):
     cp = ord(char)
     if char in "\t\n\r":
         return " "
-    if cp == 0 or cp == 0xFFFD or unicodedata.category(char).startswith("C"):
+    if cp == 0 or cp == 0xFFFD or unicodedata.category(char) in ("Cc", "Cf"):
         return ""
     # Zs is the original's whitespace; str.split (its whitespace_tokenize) also splits on U+2028/U+2029.
     if unicodedata.category(char) == "Zs" or char.isspace():
@@ -101,6 +110,22 @@ def split_words(text):
         if start < len(chunk):
             words.append(chunk[start:])
     return words
+
+
+def unassigned_characters(text):
+    """The characters of `text` that this Python's Unicode tables leave unassigned (category Cn).
+
+    The original keeps them inside their word, which then has no WordPiece and becomes [UNK]; tensorflow-text's
+    newer tables may call one of them punctuation (e.g. U+1B4E, U+1B7F) and split the word there.
+    """
+    if text.isascii():
+        return set()
+    return {char for char in set(text) if _category(char) == "Cn"}
+
+
+@functools.lru_cache(maxsize=None)
+def _category(char):
+    return unicodedata.category(char)
 
 
 def has_overlong_word(text):

@@ -1,13 +1,14 @@
 """The original WordPiece tokenizer (tokenization.FullTokenizer), batched on tensorflow-text's FastBertTokenizer."""
 
-import os
+import functools
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.normalization import MAX_CHARS_PER_WORD, has_overlong_word, normalize, split_words
-from bert_tf.text.vocab import check_vocab, load_vocab
+from bert_tf.text.normalization import (MAX_CHARS_PER_WORD, has_overlong_word, normalize, split_words,
+                                        unassigned_characters)
+from bert_tf.text.vocabulary import TOKENIZING_TOKENS, Vocabulary
 
 # UTF-8 takes at most 4 bytes a character: FastBertTokenizer counts a word's bytes, the original its characters.
 _MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
@@ -21,7 +22,9 @@ class FullTokenizer:
     whitespace and punctuation and the greedy longest-match WordPiece run inside `FastBertTokenizer`.
 
     Args:
-        vocab: a vocab file path or its tokens in id order. Must hold [PAD] (id 0), [UNK], [CLS], [SEP], [MASK].
+        vocab: a `Vocabulary`, a vocab file path or its tokens in id order. Tokenizing needs only [UNK], as the
+            original; what a later stage needs ([CLS], [SEP], [MASK], [PAD] at id 0) that stage asks of
+            `tokenizer.vocabulary`.
         do_lower_case: lower-case and strip accents (uncased models), as the original flag.
 
     Example:
@@ -34,27 +37,18 @@ class FullTokenizer:
     """
 
     def __init__(self, vocab, do_lower_case=True):
-        source = "the vocab"
-        if isinstance(vocab, (str, os.PathLike)):
-            source = f"vocab_file {os.fspath(vocab)!r}"
-            vocab = load_vocab(vocab)
-        self.vocab = list(vocab)
-        check_vocab(self.vocab, source)
+        self.vocabulary = Vocabulary.of(vocab).require(TOKENIZING_TOKENS, "tokenizing")
+        self.vocab = list(self.vocabulary.tokens)
         self.do_lower_case = bool(do_lower_case)
-        self.token_to_id = {t: i for i, t in enumerate(self.vocab)}
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
-            self.token_to_id[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))
+        self.token_to_id = self.vocabulary.token_to_id
+        self.unk_id = self.vocabulary.unk_id
         self._fast = tf_text.FastBertTokenizer(
             self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int32,
             unknown_token="[UNK]", lower_case_nfd_strip_accents=False)
 
     @property
     def vocab_size(self):
-        return len(self.vocab)
-
-    def is_subword(self):
-        """Bool array [vocab_size]: which tokens continue a word ("##" pieces), for whole-word masking."""
-        return np.array([t.startswith("##") for t in self.vocab], dtype=bool)
+        return self.vocabulary.size
 
     def tokenize_to_ids(self, texts):
         """Ids of many texts at once: (ids int32 [total], row_splits int64 [len(texts) + 1])."""
@@ -64,12 +58,13 @@ class FullTokenizer:
             batch = normalized[start:start + _BATCH]
             tokens = self._ragged_ids(batch)
             batch_values, batch_lengths = tokens.flat_values.numpy(), tokens.row_lengths().numpy()
-            # The rare text with a word over the original's 100-character limit is redone word by word.
-            overlong = [i for i, text in enumerate(batch) if has_overlong_word(text)]
-            if overlong:
+            # The rare text with a word over the original's 200-character limit or an unassigned character is
+            # redone word by word.
+            rare = [i for i, text in enumerate(batch) if has_overlong_word(text) or unassigned_characters(text)]
+            if rare:
                 rows = np.split(batch_values, np.cumsum(batch_lengths)[:-1])
-                for i in overlong:
-                    rows[i] = self._ids_with_overlong_words(batch[i])
+                for i in rare:
+                    rows[i] = self._ids_word_by_word(batch[i])
                 batch_values, batch_lengths = np.concatenate(rows), np.array([len(r) for r in rows])
             values.append(batch_values)
             lengths.append(batch_lengths)
@@ -79,11 +74,16 @@ class FullTokenizer:
         ids = np.concatenate(values).astype(np.int32) if values else np.zeros([0], np.int32)
         return ids, row_splits
 
-    def _ids_with_overlong_words(self, text):
+    def _ids_word_by_word(self, text):
         words = split_words(text)
-        rows = self._ragged_ids(words).to_list()
-        ids = [[self.unk_id] if len(word) > MAX_CHARS_PER_WORD else row for word, row in zip(words, rows)]
+        rows = self._ragged_ids(words).to_list() if words else []
+        ids = [[self.unk_id] if len(word) > MAX_CHARS_PER_WORD or unassigned_characters(word) - self._vocab_characters
+               else row for word, row in zip(words, rows)]
         return np.array([i for row in ids for i in row], np.int32)
+
+    @functools.cached_property
+    def _vocab_characters(self):
+        return {char for token in self.vocab for char in token}
 
     def _ragged_ids(self, texts):
         tokens = self._fast.tokenize(tf.constant(texts, tf.string))
