@@ -25,7 +25,7 @@ flags.DEFINE_string("output_file", None, "Where to write the vocab, one token pe
 def main(argv):
     del argv
     from bert_tf.text.corpus import CorpusCounts, read_documents
-    from bert_tf.text.vocab import learn_vocab, write_vocab
+    from bert_tf.text.vocab_learning import learn_vocab, write_vocab
 
     try:
         counts = CorpusCounts()
