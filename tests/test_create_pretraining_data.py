@@ -321,7 +321,7 @@ def cli(*args):
 def test_cli_errors_are_one_clear_line(tmp_path, uncased_vocab):
     missing = cli(f"--input_file={tmp_path}/nothing*.txt", f"--output_file={tmp_path}/o.tfrecord",
                   f"--vocab_file={uncased_vocab}")
-    assert missing.returncode == 1
+    assert missing.returncode == 2
     assert missing.stderr.strip().splitlines()[-1] == (
         f"bert-create-pretraining-data: error: input_file pattern '{tmp_path}/nothing*.txt' matches no file: check "
         f"the path (globs are expanded here, so quote them in the shell).")
@@ -329,7 +329,7 @@ def test_cli_errors_are_one_clear_line(tmp_path, uncased_vocab):
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
     no_mask = cli(f"--input_file={vocab}", f"--output_file={tmp_path}/o.tfrecord", f"--vocab_file={vocab}",
                   "--max_predictions_per_seq=20")
-    assert no_mask.returncode == 1 and "lacks the special token(s) ['[MASK]']" in no_mask.stderr.splitlines()[-1]
+    assert no_mask.returncode == 2 and "lacks the special token(s) ['[MASK]']" in no_mask.stderr.splitlines()[-1]
 
 
 @pytest.mark.slow

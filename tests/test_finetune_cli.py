@@ -229,7 +229,7 @@ def test_wrong_columns_flags_and_data_fail_in_one_line(tiny_model_dir, tmp_path)
     ]
     for flags, message in cases:
         process = bert_finetune(*flags, f"--output_dir={tmp_path / 'out'}")
-        assert process.returncode == 1 and message in process.stderr, (flags, process.stderr[-2000:])
+        assert process.returncode == 2 and message in process.stderr, (flags, process.stderr[-2000:])
         assert "Traceback" not in process.stderr
     from bert_tf.model_dir import load_encoder
     from bert_tf.finetuning.examples import read_table

@@ -101,6 +101,6 @@ def test_cli_prints_instances_statistics_and_writes_the_png(tmp_path, uncased_vo
         for serialized in ExampleEncoder([(name, name == "masked_lm_weights") for name in FEATURES]).encode(records):
             writer.write(serialized)
     broken = inspect(f"--input_file={bad}", f"--vocab_file={uncased_vocab}", "--num_examples=0")
-    assert broken.returncode == 1 and "layout checks: {'[CLS] or [SEP] predicted': 1} (5 records)" in broken.stdout
+    assert broken.returncode == 2 and "layout checks: {'[CLS] or [SEP] predicted': 1} (5 records)" in broken.stdout
     missing = inspect(f"--input_file={tmp_path}/none*.tfrecord", f"--vocab_file={uncased_vocab}")
-    assert missing.returncode == 1 and "matches no file" in missing.stderr.strip().splitlines()[-1]
+    assert missing.returncode == 2 and "matches no file" in missing.stderr.strip().splitlines()[-1]

@@ -241,12 +241,12 @@ def test_bert_export_refuses_to_overwrite_a_version_and_a_wrong_vocab(exported, 
     root = exported["root"]
     process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
                               f"--output_dir={root / 'out'}"], capture_output=True, text=True, timeout=300)
-    assert process.returncode == 1 and "already holds a SavedModel" in process.stderr
+    assert process.returncode == 2 and "already holds a SavedModel" in process.stderr
     assert "export to a new version number" in process.stderr
     small_vocab = tmp_path / "vocab.txt"
     small_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n")
     process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
                               f"--output_dir={tmp_path / 'out'}", f"--vocab_file={small_vocab}"],
                              capture_output=True, text=True, timeout=300)
-    assert process.returncode == 1
+    assert process.returncode == 2
     assert "has 6 tokens but the model's vocab_size is 30522" in process.stderr

@@ -133,4 +133,4 @@ def test_bert_vocab_cli(tmp_path):
     assert "wrote" in done.stdout
     bad = subprocess.run([os.path.join(bin_dir, "bert-vocab"), f"--input_file={tmp_path}/missing*.txt",
                           f"--output_file={output}"], capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 1 and "matches no file" in bad.stderr.strip().splitlines()[-1]
+    assert bad.returncode == 2 and "matches no file" in bad.stderr.strip().splitlines()[-1]

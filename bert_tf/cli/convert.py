@@ -5,15 +5,14 @@
 
 The output holds bert_config.json, vocab.txt and ckpt-0, which `bert_tf.load_encoder` / `load_pretrainer`,
 bert-pretrain --init_checkpoint, bert-export and bert-finetune read. A wrong flag or input ends it with exit
-status 1 and one line naming the cause.
+status 2 and one line naming the cause (see `bert_tf.cli.app`).
 """
 
-import sys
-
-from absl import app, flags
+from absl import flags
 
 from bert_tf.checkpoints.convert_hf import convert_hf
 from bert_tf.checkpoints.convert_tf1 import convert_tf1
+from bert_tf.cli import app
 
 FLAGS = flags.FLAGS
 
@@ -24,28 +23,15 @@ flags.DEFINE_string("input", None, "The source model directory.")
 flags.DEFINE_string("output", None, "Where the converted checkpoint directory goes (must not hold a checkpoint).")
 
 
-def parse_flags(argv):
-    """absl's flag parsing with its errors on one line (absl adds a second, about --helpshort)."""
-    try:
-        return FLAGS(argv)
-    except flags.Error as e:
-        sys.exit(f"bert-convert: error: {e}")
-
-
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    del argv
     converter = {"tf1": convert_tf1, "hf": convert_hf}[FLAGS["from"].value]
-    try:
-        result = converter(FLAGS.input, FLAGS.output)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        sys.exit(f"bert-convert: error: {e}")
+    result = converter(FLAGS.input, FLAGS.output)
     print(result, flush=True)
 
 
 def run():
-    flags.mark_flags_as_required(["from", "input", "output"])
-    app.run(main, flags_parser=parse_flags)
+    app.run(main, required_flags=["from", "input", "output"])
 
 
 if __name__ == "__main__":

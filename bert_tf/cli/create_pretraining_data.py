@@ -8,9 +8,9 @@ streaming in shards over worker processes. Examples:
   bert-create-pretraining-data --input_format=bible --output_file=data/bible.tfrecord --vocab_file=vocab.txt
 """
 
-import sys
+from absl import flags
 
-from absl import app, flags
+from bert_tf.cli import app
 
 FLAGS = flags.FLAGS
 
@@ -46,10 +46,6 @@ flags.DEFINE_enum("names", "v1", ["v1", "v2"], "Feature names: v1 = input_ids/se
 flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
 flags.DEFINE_bool("progress", True, "Show a progress bar (documents, instances) on stderr.")
 
-# Errors a user can cause; they end the run with their one-line message instead of a traceback.
-USER_ERRORS = (ValueError, FileNotFoundError, KeyError, ModuleNotFoundError)
-
-
 def read_corpus(counts):
     """The documents the flags name."""
     from bert_tf.text.corpus import read_documents
@@ -59,12 +55,12 @@ def read_corpus(counts):
         return read_bible_documents(counts)
     if FLAGS.input_format == "tfds":
         if not FLAGS.tfds_name or not FLAGS.tfds_data_dir:
-            raise ValueError("--input_format=tfds needs --tfds_name and --tfds_data_dir (a prepared dataset).")
+            raise app.InputError("--input_format=tfds needs --tfds_name and --tfds_data_dir (a prepared dataset).")
         from bert_tf.text.tfds_corpus import read_tfds_documents
         return read_tfds_documents(FLAGS.tfds_name, FLAGS.tfds_data_dir, counts, FLAGS.tfds_split,
                                    FLAGS.tfds_text_key)
     if not FLAGS.input_file:
-        raise ValueError(f"--input_file is required with --input_format={FLAGS.input_format} (or use "
+        raise app.InputError(f"--input_file is required with --input_format={FLAGS.input_format} (or use "
                          f"--input_format=bible for the embedded corpus).")
     return read_documents(FLAGS.input_file, FLAGS.input_format, counts)
 
@@ -77,26 +73,22 @@ def main(argv):
     from bert_tf.text.corpus import CorpusCounts
     from bert_tf.text.tokenizer import FullTokenizer
 
-    try:
-        options = InstanceOptions(
-            max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
-            do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed)
-        output_files = expand_output_files(FLAGS.output_file)
-        tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-        counts = CorpusCounts()
-        documents = read_corpus(counts)
-        summary = create_pretraining_data(documents, tokenizer, output_files, options, num_workers=FLAGS.num_workers,
-                                          shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip,
-                                          counts=counts, progress=FLAGS.progress)
-    except USER_ERRORS as e:
-        sys.exit(f"bert-create-pretraining-data: error: {e}")
+    options = InstanceOptions(
+        max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
+        do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed)
+    output_files = expand_output_files(FLAGS.output_file)
+    tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    counts = CorpusCounts()
+    documents = read_corpus(counts)
+    summary = create_pretraining_data(documents, tokenizer, output_files, options, num_workers=FLAGS.num_workers,
+                                      shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip,
+                                      counts=counts, progress=FLAGS.progress)
     print("\n".join(summary.summary_lines(options.masked_lm_prob)), flush=True)
 
 
 def run():
-    flags.mark_flags_as_required(["output_file", "vocab_file"])
-    app.run(main)
+    app.run(main, required_flags=["output_file", "vocab_file"])
 
 
 if __name__ == "__main__":

@@ -10,13 +10,14 @@
          exported/span_qa/1           (a BertSpanQA) ids -> start_logits, end_logits
 
 --model_dir is a directory written by bert-convert or bert-pretrain. A wrong flag or input ends it with exit
-status 1 and one line naming the cause.
+status 2 and one line naming the cause (see `bert_tf.cli.app`).
 """
 
 import os
-import sys
 
-from absl import app, flags
+from absl import flags
+
+from bert_tf.cli import app
 
 FLAGS = flags.FLAGS
 
@@ -70,28 +71,23 @@ def export_keras_model(path, labels_file, output_dir, version):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    del argv
     from bert_tf.serving import export_model_dir
 
-    try:
-        if bool(FLAGS.model_dir) == bool(FLAGS.keras_model):
-            raise ValueError("Pass exactly one of --model_dir (a checkpoint directory) and --keras_model "
+    if bool(FLAGS.model_dir) == bool(FLAGS.keras_model):
+        raise app.InputError("Pass exactly one of --model_dir (a checkpoint directory) and --keras_model "
                              "(a fine-tuned .keras model).")
-        if FLAGS.keras_model:
-            paths = export_keras_model(FLAGS.keras_model, FLAGS.labels_file, FLAGS.output_dir, FLAGS.version)
-        else:
-            paths = export_model_dir(FLAGS.model_dir, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                                     FLAGS.max_seq_length, FLAGS.version)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        sys.exit(f"bert-export: error: {e}")
+    if FLAGS.keras_model:
+        paths = export_keras_model(FLAGS.keras_model, FLAGS.labels_file, FLAGS.output_dir, FLAGS.version)
+    else:
+        paths = export_model_dir(FLAGS.model_dir, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
+                                 FLAGS.max_seq_length, FLAGS.version)
     for name, path in paths.items():
         print(f"{name}: {path}", flush=True)
 
 
 def run():
-    flags.mark_flags_as_required(["output_dir"])
-    app.run(main)
+    app.run(main, required_flags=["output_dir"])
 
 
 if __name__ == "__main__":

@@ -7,13 +7,13 @@
 
 Prints `dev accuracy: 0.xxxx` (and `dev f1` for two classes) after every epoch, keeps the best epoch, and writes
 to --output_dir: best.keras, labels.txt, dev_results.json, classifier/<version> (ids -> probabilities, core ops)
-and preprocessing/<version> (text -> ids, tensorflow-text). A wrong flag or input ends it with exit status 1
-and one line naming the cause.
+and preprocessing/<version> (text -> ids, tensorflow-text). A wrong flag or input ends it with exit status 2
+and one line naming the cause (see `bert_tf.cli.app`).
 """
 
-import sys
+from absl import flags, logging
 
-from absl import app, flags, logging
+from bert_tf.cli import app
 
 FLAGS = flags.FLAGS
 
@@ -83,38 +83,33 @@ def load_encoder():
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    del argv
     import keras
 
     from bert_tf.finetuning.run_classifier import finetune_classifier
     from bert_tf.text.tokenizer import FullTokenizer
 
-    try:
-        epochs = FLAGS.num_train_epochs
-        if epochs < 1 or epochs != int(epochs):
-            raise ValueError(f"--num_train_epochs={epochs} must be a whole number >= 1 (dev accuracy is reported "
+    epochs = FLAGS.num_train_epochs
+    if epochs < 1 or epochs != int(epochs):
+        raise app.InputError(f"--num_train_epochs={epochs} must be a whole number >= 1 (dev accuracy is reported "
                              f"after each epoch).")
-        keras.utils.set_random_seed(FLAGS.seed)
-        train, dev = load_data()
-        encoder, vocab_file, do_lower_case = load_encoder()
-        tokenizer = FullTokenizer(vocab_file, do_lower_case)
-        if tokenizer.vocab_size != encoder.config.vocab_size:
-            raise ValueError(f"vocab_file {vocab_file} does not match the model's vocab_size="
+    keras.utils.set_random_seed(FLAGS.seed)
+    train, dev = load_data()
+    encoder, vocab_file, do_lower_case = load_encoder()
+    tokenizer = FullTokenizer(vocab_file, do_lower_case)
+    if tokenizer.vocab_size != encoder.config.vocab_size:
+        raise app.InputError(f"vocab_file {vocab_file} does not match the model's vocab_size="
                              f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")
-        finetune_classifier(
-            encoder, tokenizer, train, dev, FLAGS.output_dir,
-            max_seq_length=FLAGS.max_seq_length, num_train_epochs=int(epochs), train_batch_size=FLAGS.train_batch_size,
-            eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
-            warmup_proportion=FLAGS.warmup_proportion, vocab_file=vocab_file, do_lower_case=do_lower_case,
-            version=FLAGS.version)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
-        sys.exit(f"bert-finetune: error: {e}")
+    finetune_classifier(
+        encoder, tokenizer, train, dev, FLAGS.output_dir,
+        max_seq_length=FLAGS.max_seq_length, num_train_epochs=int(epochs), train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
+        warmup_proportion=FLAGS.warmup_proportion, vocab_file=vocab_file, do_lower_case=do_lower_case,
+        version=FLAGS.version)
 
 
 def run():
-    flags.mark_flags_as_required(["output_dir"])
-    app.run(main)
+    app.run(main, required_flags=["output_dir"])
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ Prints the first instances as text ("[CLS] in the {[MASK]|beginning} god ... [SE
   bert-inspect-data --input_file='data/train.tfrecord*' --vocab_file=vocab.txt --plot_file=data/train.png
 """
 
-import sys
+from absl import flags
 
-from absl import app, flags
+from bert_tf.cli import app
 
 FLAGS = flags.FLAGS
 
@@ -27,13 +27,10 @@ def main(argv):
     from bert_tf.text.corpus import expand_input_files
     from bert_tf.text.vocabulary import Vocabulary
 
-    try:
-        files = expand_input_files(FLAGS.input_file)
-        vocabulary = Vocabulary.from_file(FLAGS.vocab_file).require(("[CLS]", "[SEP]", "[MASK]"), "inspecting records")
-        vocab = vocabulary.tokens
-        layout = infer_layout(files[0])
-    except (ValueError, FileNotFoundError) as e:
-        sys.exit(f"bert-inspect-data: error: {e}")
+    files = expand_input_files(FLAGS.input_file)
+    vocabulary = Vocabulary.from_file(FLAGS.vocab_file).require(("[CLS]", "[SEP]", "[MASK]"), "inspecting records")
+    vocab = vocabulary.tokens
+    layout = infer_layout(files[0])
     cls_id, sep_id, mask_id = vocabulary.cls_id, vocabulary.sep_id, vocabulary.mask_id
     print(f"{len(files)} file(s), {layout.names} feature names, max_seq_length {layout.max_seq_length}, "
           f"max_predictions_per_seq {layout.max_predictions_per_seq}\n")
@@ -59,12 +56,11 @@ def main(argv):
         plot_statistics(stats, FLAGS.plot_file)
         print(f"wrote {FLAGS.plot_file}")
     if bad:
-        sys.exit(1)
+        return app.EXIT_BAD_INPUT  # the records break the original layout
 
 
 def run():
-    flags.mark_flags_as_required(["input_file", "vocab_file"])
-    app.run(main)
+    app.run(main, required_flags=["input_file", "vocab_file"])
 
 
 if __name__ == "__main__":

@@ -5,16 +5,15 @@
         --strategy=tpu --tpu=my-tpu
 
 Flags left unset keep the recipe's values. `--input_file`, `--max_seq_length` and `--max_predictions_per_seq` are
-given once per phase of the recipe, in order. Re-running with the same `--model_dir` resumes. Exit status: 0 done,
-1 non-finite loss (the last good checkpoint stays the latest), 2 a wrong flag, recipe value, input file or
-model_dir, 143 stopped by SIGTERM after saving a checkpoint.
+given once per phase of the recipe, in order. Re-running with the same `--model_dir` resumes. Exit status (see
+`bert_tf.cli.app`): 0 done, 2 a wrong flag, recipe value, input file or model_dir, 3 non-finite loss (the last good
+checkpoint stays the latest), 143 stopped by SIGTERM after saving a checkpoint.
 """
 
-import sys
+from absl import flags
 
-from absl import app, flags, logging
-
-from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, RecipeError, load_recipe
+from bert_tf.cli import app
+from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, load_recipe
 from bert_tf.training.strategy import STRATEGIES
 
 FLAGS = flags.FLAGS
@@ -74,31 +73,18 @@ def recipe_from_flags(flag_values=FLAGS):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
+    del argv
+    from bert_tf.training.pretraining import run_pretraining
     from bert_tf.training.strategy import create_strategy
 
-    try:
-        recipe = recipe_from_flags()
-        strategy = create_strategy(FLAGS.strategy, FLAGS.tpu)
-        result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops)
-    except (RecipeError, ValueError, FileNotFoundError) as error:
-        # Wrong flags, recipe fields, files or model_dir contents: one line naming the cause (the traceback at
-        # --verbosity=1).
-        logging.error("%s", error)
-        logging.debug("Traceback:", exc_info=True)
-        sys.exit(2)
-    except NonFiniteLossError as error:
-        logging.error("%s", error)
-        sys.exit(1)
-    if result.preempted:
-        sys.exit(143)
+    recipe = recipe_from_flags()
+    strategy = create_strategy(FLAGS.strategy, FLAGS.tpu)
+    result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops)
+    return app.EXIT_PREEMPTED if result.preempted else app.EXIT_OK
 
 
 def run():
-    flags.mark_flags_as_required(["config", "model_dir"])
-    app.run(main)
+    app.run(main, required_flags=["config", "model_dir"])
 
 
 if __name__ == "__main__":

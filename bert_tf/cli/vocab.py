@@ -6,9 +6,9 @@ The special tokens [PAD] (id 0), [UNK], [CLS], [SEP], [MASK] always come first. 
   bert-vocab --input_format=bible --vocab_size=8000 --output_file=bible_vocab.txt
 """
 
-import sys
+from absl import flags
 
-from absl import app, flags
+from bert_tf.cli import app
 
 FLAGS = flags.FLAGS
 
@@ -27,27 +27,23 @@ def main(argv):
     from bert_tf.text.corpus import CorpusCounts, read_documents
     from bert_tf.text.vocab_learning import learn_vocab, write_vocab
 
-    try:
-        counts = CorpusCounts()
-        if FLAGS.input_format == "bible":
-            from bert_tf.text.bible import read_bible_documents
-            documents = read_bible_documents(counts)
-        elif not FLAGS.input_file:
-            raise ValueError(f"--input_file is required with --input_format={FLAGS.input_format}.")
-        else:
-            documents = read_documents(FLAGS.input_file, FLAGS.input_format, counts)
-        sentences = (sentence for document in documents for sentence in document)
-        tokens = learn_vocab(sentences, FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case)
-        write_vocab(tokens, FLAGS.output_file)
-    except (ValueError, FileNotFoundError, ModuleNotFoundError) as e:
-        sys.exit(f"bert-vocab: error: {e}")
+    counts = CorpusCounts()
+    if FLAGS.input_format == "bible":
+        from bert_tf.text.bible import read_bible_documents
+        documents = read_bible_documents(counts)
+    elif not FLAGS.input_file:
+        raise app.InputError(f"--input_file is required with --input_format={FLAGS.input_format}.")
+    else:
+        documents = read_documents(FLAGS.input_file, FLAGS.input_format, counts)
+    sentences = (sentence for document in documents for sentence in document)
+    tokens = learn_vocab(sentences, FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case)
+    write_vocab(tokens, FLAGS.output_file)
     print(f"wrote {len(tokens)} tokens to {FLAGS.output_file} (learned from {counts.lines} lines of "
           f"{counts.files} input(s); {counts.undecodable_lines} with undecodable bytes)", flush=True)
 
 
 def run():
-    flags.mark_flags_as_required(["output_file"])
-    app.run(main)
+    app.run(main, required_flags=["output_file"])
 
 
 if __name__ == "__main__":

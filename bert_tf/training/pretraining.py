@@ -17,6 +17,7 @@ from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.config import BertConfig
+from bert_tf.errors import NonFiniteLossError
 from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.modeling.pretrainer import BertPretrainer
@@ -34,10 +35,6 @@ from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_histor
 
 RECIPE_FILE = "recipe.yaml"
 _COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
-
-
-class NonFiniteLossError(RuntimeError):
-    """The training loss became NaN or Inf; the run stopped without saving that state."""
 
 
 @dataclasses.dataclass

@@ -1,0 +1,36 @@
+"""What many test files need: one tiny BertConfig and one way to run a command as a user would."""
+
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# H=16, 2 layers, 2 heads, vocab 64, 32 positions: builds and runs a step in well under a second.
+TINY = dict(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+            max_position_embeddings=32)
+
+
+def tiny_config(**overrides):
+    """A BertConfig small enough for fast tests, with any field overridden.
+
+    Example:
+    >>> tiny_config(hidden_size=32).hidden_size
+    32
+    """
+    from bert_tf.config import BertConfig
+    return BertConfig(**{**TINY, **overrides})
+
+
+def run_cli(module, *args, cwd=None, env=None, timeout=300):
+    """Runs `python -m bert_tf.cli.<module> ARGS` in a child process, as a user runs the console script.
+
+    `env` adds to (or overrides) this process's environment. Returns the `subprocess.CompletedProcess` with text
+    stdout and stderr.
+
+    Example:
+    >>> run_cli("vocab", "--helpshort").returncode  # doctest: +SKIP
+    0
+    """
+    return subprocess.run([sys.executable, "-m", f"bert_tf.cli.{module}", *map(str, args)], cwd=cwd or REPO,
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,123 @@
+"""The fault probe: bad inputs a user can give each command, and the one line each must end in.
+
+One row per case, grouped by command: the arguments, the exit code (2 bad input, 1 internal failure, 3 non-finite
+loss; see bert_tf/cli/app.py) and words the error line must hold. In arguments and words, `{name}` is a path from
+`paths` below: small real files built once for the module, and `{out}`, an empty folder of the row's own. Add a row
+for every bad input found; add a file to `paths` when a row needs one.
+"""
+
+import collections
+import errno
+
+import pytest
+import tensorflow as tf
+
+from helpers import run_cli
+from pretraining_records import write_records, write_vocab
+
+from bert_tf.cli import app
+
+Row = collections.namedtuple("Row", "case args code words")
+
+ROWS = {
+    "vocab": [
+        Row("directory as input", ["--input_file={dir}", "--input_format=text", "--output_file={out}/vocab.txt"], 2,
+            ["{dir}: Is a directory", "pass a file"]),
+        Row("output below a file", ["--input_file={corpus}", "--vocab_size=30", "--output_file={file}/vocab.txt"], 2,
+            ["{file}/vocab.txt", "Not a directory"]),
+        Row("required flag missing", ["--input_file={corpus}"], 2, ["--output_file is required"]),
+        Row("unknown flag", ["--vocab-size=30", "--output_file={out}/vocab.txt"], 2,
+            ["Unknown command line flag 'vocab-size'"]),
+        Row("unquoted glob", ["--input_file={corpus}", "{vocab}", "--output_file={out}/vocab.txt"], 2,
+            ["unexpected arguments ['{vocab}']", "quote globs"]),
+    ],
+    "create_pretraining_data": [
+        Row("vocab file missing", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
+                                   "--vocab_file={out}/missing.txt"], 2, ["{out}/missing.txt"]),
+    ],
+    "inspect_data": [
+        Row("corrupt record file", ["--input_file={corrupt_records}", "--vocab_file={vocab}"], 2,
+            ["corrupted record", "recreate it"]),
+        Row("text file as records", ["--input_file={corpus}", "--vocab_file={vocab}"], 2,
+            ["Is this even a TFRecord", "recreate it"]),
+    ],
+    "pretrain": [
+        Row("recipe missing", ["--config=no_such_recipe", "--model_dir={out}/run"], 2, ["no_such_recipe"]),
+    ],
+    "export": [
+        Row("model_dir missing", ["--model_dir={out}/none", "--output_dir={out}/exported"], 2, ["{out}/none"]),
+    ],
+    "finetune": [
+        Row("directory as train file", ["--init_checkpoint={out}/none", "--train_file={dir}", "--dev_file={dir}",
+                                        "--output_dir={out}/finetuned"], 2, ["{dir}"]),
+    ],
+    "convert": [
+        Row("input missing", ["--from=hf", "--input={out}/none", "--output={out}/converted"], 2, ["{out}/none"]),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inputs")
+    (root / "dir").mkdir()
+    (root / "file").write_text("a file, not a folder\n")
+    (root / "corpus.txt").write_text("The Lord is my shepherd.\nHe restores my soul.\n\nJesus wept.\n" * 20)
+    write_vocab(root / "vocab.txt")
+    write_records(root / "records.tfrecord", 4, seq=16, pred=3)
+    data = bytearray((root / "records.tfrecord").read_bytes())
+    data[len(data) // 2] ^= 0xFF  # inside a record's payload: its checksum no longer matches
+    (root / "corrupt.tfrecord").write_bytes(bytes(data))
+    return {"dir": root / "dir", "file": root / "file", "corpus": root / "corpus.txt", "vocab": root / "vocab.txt",
+            "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord"}
+
+
+@pytest.mark.parametrize("command, row", [(command, row) for command, rows in ROWS.items() for row in rows],
+                         ids=lambda value: value.case.replace(" ", "_") if isinstance(value, Row) else value)
+def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
+    names = {**paths, "out": tmp_path}
+    process = run_cli(command, *(arg.format(**names) for arg in row.args))
+    program = "bert-" + command.replace("_", "-")
+    lines = process.stderr.strip().splitlines()
+    assert process.returncode == row.code, process.stderr[-3000:]
+    assert "Traceback" not in process.stderr, process.stderr[-3000:]
+    assert lines[-1].startswith(f"{program}: error: "), process.stderr[-3000:]
+    assert sum(": error: " in line for line in lines) == 1, process.stderr[-3000:]
+    for words in row.words:
+        assert words.format(**names) in lines[-1]
+
+
+def test_debug_verbosity_shows_the_traceback(paths, tmp_path):
+    process = run_cli("vocab", f"--input_file={paths['dir']}", "--input_format=text", f"--output_file={tmp_path}/v",
+                      "--verbosity=debug")
+    assert process.returncode == 2
+    assert "Traceback" in process.stderr and "IsADirectoryError" in process.stderr
+    assert process.stderr.strip().splitlines()[-1].startswith("bert-vocab: error: ")
+
+
+@pytest.mark.parametrize("error, code, words", [
+    (OSError(errno.ENOSPC, "No space left on device", "/data/train.tfrecord"), 2,
+     "/data/train.tfrecord: No space left on device: free some space"),
+    (OSError(errno.ENOSPC, "No space left on device"), 2, "No space left on device: free some space"),
+    (PermissionError(errno.EACCES, "Permission denied", "/data/vocab.txt"), 2,
+     "/data/vocab.txt: Permission denied: change its permissions"),
+    (OSError(errno.EROFS, "Read-only file system", "/mnt/ro/run"), 2, "/mnt/ro/run: Read-only file system"),
+    (FileNotFoundError("No labels file x.txt: pass --labels_file."), 2, "No labels file x.txt: pass --labels_file."),
+    (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), 1, "internal error: ConnectionResetError"),
+    (app.InputError("--vocab_size=0 must be positive:\n  pass 30522."), 2, "--vocab_size=0 must be positive: pass"),
+    (app.NonFiniteLossError("The training loss became nan at step 7"), 3, "loss became nan at step 7"),
+    (ModuleNotFoundError("No module named 'apache_beam'", name="apache_beam"), 2, "pip install apache_beam"),
+    (KeyError("layer_0"), 1, "internal error: KeyError: 'layer_0' (a bug: rerun with --verbosity=debug"),
+    (tf.errors.ResourceExhaustedError(None, None, "/dev/full; No space left on device"), 2,
+     "/dev/full; No space left on device: free some space"),
+    (tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor with shape[4096,30522]"), 1,
+     "internal error: ResourceExhaustedError"),
+    (tf.errors.FailedPreconditionError(None, None, "/data; Is a directory"), 2, "/data; Is a directory: pass a file"),
+    (tf.errors.InvalidArgumentError(None, None, "{{function_node __wrapped__IteratorGetNext_device_/CPU:0}} "
+                                                "InputError: --x is bad: pass y\nTraceback ...\n [[{{node PyFunc}}]]"),
+     2, "--x is bad: pass y"),
+])
+def test_classify(error, code, words):
+    got_code, message = app.classify(error)
+    assert (got_code, "\n" in message) == (code, False)
+    assert words in message
