@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from bert_tf.modeling.dropout import BertDropout
+
 # The original adds -10000 (not -inf) to the logits of padded keys: kept so logits match it exactly.
 MASK_ADDER = -10000.0
 
@@ -54,7 +56,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.query = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="query")
         self.key = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="key")
         self.value = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="value")
-        self.dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy)
+        self.dropout = BertDropout(attention_dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         for dense in (self.query, self.key, self.value):

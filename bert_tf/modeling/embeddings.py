@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from bert_tf.modeling.dropout import BertDropout
+
 
 def sinusoidal_position_table(num_positions, width):
     """The fixed sin/cos table of Vaswani et al. (an option; the original BERT learns its positions)."""
@@ -49,7 +51,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.position_embedding_type = position_embedding_type
         # LayerNorm statistics in float32 under mixed precision.
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="LayerNorm")
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = BertDropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

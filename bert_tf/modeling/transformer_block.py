@@ -5,6 +5,7 @@ from keras import ops
 
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import BertSelfAttention
+from bert_tf.modeling.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -59,7 +60,7 @@ class TransformerBlock(keras.layers.Layer):
                                                name="dense")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="LayerNorm")
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = BertDropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         hidden_shape = (None, None, self.hidden_size)

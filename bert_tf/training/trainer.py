@@ -4,6 +4,7 @@ averaged across replicas, then the optimizer (which clips to the global norm bef
 import keras
 import tensorflow as tf
 
+from bert_tf.modeling.dropout import dropout_stream
 from bert_tf.training.strategy import split_per_replica
 
 # Variables that only the next-sentence loss trains; without NSP they get no gradient and are left alone.
@@ -125,7 +126,9 @@ class Trainer:
         return ([g / accumulation for g in grads], {k: v / accumulation for k, v in metrics.items()})
 
     def _micro_batch_gradients(self, features):
-        with tf.GradientTape() as tape:
+        replica = tf.distribute.get_replica_context()
+        with tf.GradientTape() as tape, dropout_stream(replica.replica_id_in_sync_group,
+                                                       replica.num_replicas_in_sync):
             outputs = self.model(features, training=True)
             losses = self.model.compute_losses(outputs, features)
             loss = self.optimizer.scale_loss(losses["loss"]) if self.loss_scaled else losses["loss"]
