@@ -4,8 +4,9 @@ The GPU machines have JAX with CUDA but no TensorFlow, so the TensorFlow trainin
 layers of `bert_tf.modeling` are written with `keras.ops` only and run under `KERAS_BACKEND=jax`. This script
 times one pre-training step of `BertPretrainer` (masked LM tied to the word embeddings + NSP, the original
 losses) as a `jax.jit`-compiled function: `model.stateless_call` under `mixed_bfloat16` (float32 weights, bfloat16
-matmuls, LayerNorm and softmax in float32), `jax.value_and_grad`, global-norm clipping to 1.0, and the original
-AdamWeightDecay update (no bias correction, weight decay 0.01 except LayerNorm and biases) written in jax.numpy.
+matmuls, LayerNorm and softmax in float32), `jax.value_and_grad`, and the package's own `AdamWeightDecay` (the
+original update: global-norm clipping to 1.0, no bias correction, weight decay 0.01 except the variables its
+regexes exclude, LayerNorm and biases) through Keras' `stateless_apply`.
 
 Rows: the base and large presets at the phase-1 shapes (seq 128, 20 predictions), with the original dropout
 (attention probabilities through explicit softmax + dropout) and with attention dropout 0 (the layers then call
@@ -13,9 +14,10 @@ Rows: the base and large presets at the phase-1 shapes (seq 128, 20 predictions)
 computes its [P, V] logits only at the predicted positions.
 
 MFU = model FLOPs/s / the GPU's dense bf16 peak (H100 SXM and H200: 989 TFLOP/s; `--peak_tflops` for others).
-Model FLOPs per sequence follow the convention of `bert_tf.training.flops` (6 x weights x tokens for the encoder's
-dense layers on all T tokens, 12 x L x T^2 x H for attention, the masked-LM head only at the P predicted positions,
-pooler and NSP), repeated here because that module imports TensorFlow.
+Model FLOPs per sequence are `bert_tf.training.flops.training_flops_per_sequence` (6 x weights x tokens for the
+encoder's dense layers on all T tokens, 12 x L x T^2 x H for attention, the masked-LM head only at the P predicted
+positions, pooler and NSP). `bert_tf`, its layers, the optimizer and the formula import no TensorFlow, which the GPU
+machines do not have.
 
     KERAS_BACKEND=jax python bench/bench_gpu_proxy.py                   # on a GPU: base and large, batch 256
     KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --batch_size 128 --presets large
@@ -24,10 +26,8 @@ pooler and NSP), repeated here because that module imports TensorFlow.
 
 import argparse
 import functools
-import importlib.util
 import os
 import platform
-import re
 import statistics
 import sys
 import time
@@ -45,32 +45,14 @@ except ModuleNotFoundError:
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.modeling import BertPretrainer  # noqa: E402
+from bert_tf.training.adam_weight_decay import AdamWeightDecay  # noqa: E402
+from bert_tf.training.flops import training_flops_per_sequence  # noqa: E402
+
 # Dense bf16 peaks (TFLOP/s, without sparsity) by the start of jax's device_kind.
 BF16_PEAK_TFLOPS = {"NVIDIA H100 80GB HBM3": 989.0, "NVIDIA H100 PCIe": 756.0, "NVIDIA H100 NVL": 835.0,
                     "NVIDIA H200": 989.0, "NVIDIA A100": 312.0, "NVIDIA L4": 121.0}
-EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")  # the original's regexes
-
-
-def import_modeling():
-    """`bert_tf.config` and `bert_tf.modeling` without running `bert_tf/__init__.py`, which imports the
-    TensorFlow-based checkpoint code (the GPU machines have no TensorFlow)."""
-    if "bert_tf" not in sys.modules:
-        package = os.path.join(ROOT, "bert_tf")
-        spec = importlib.util.spec_from_file_location("bert_tf", os.path.join(package, "__init__.py"),
-                                                      submodule_search_locations=[package])
-        sys.modules["bert_tf"] = importlib.util.module_from_spec(spec)
-    from bert_tf.config import BertConfig
-    from bert_tf.modeling import BertPretrainer
-    return BertConfig, BertPretrainer
-
-
-def training_flops_per_sequence(config, seq_length, num_predictions):
-    """Model FLOPs of one training step on one sequence, as `bert_tf.training.flops` counts them."""
-    h, layers, inter, vocab = (config.hidden_size, config.num_hidden_layers, config.intermediate_size,
-                               config.vocab_size)
-    return float(6 * layers * (4 * h * h + 2 * h * inter) * seq_length + 12 * layers * seq_length ** 2 * h
-                 + 6 * num_predictions * (h * h + h * vocab) + 6 * (h * h + 2 * h))
 
 
 def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
@@ -92,29 +74,8 @@ def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
     return {k: jnp.asarray(v, jnp.float32 if k == "masked_lm_weights" else jnp.int32) for k, v in features.items()}
 
 
-def adam_weight_decay(grads, params, state, decays, learning_rate, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                      weight_decay_rate=0.01, clip_norm=1.0):
-    """The original AdamWeightDecay after global-norm clipping: m/(sqrt(v)+eps) + wd*p, no bias correction."""
-    norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads))
-    scale = clip_norm / jnp.maximum(norm, clip_norm)
-    new_params, new_m, new_v = [], [], []
-    for g, p, m, v, decay in zip(grads, params, state["m"], state["v"], decays):
-        g = g * scale
-        m = beta_1 * m + (1.0 - beta_1) * g
-        v = beta_2 * v + (1.0 - beta_2) * jnp.square(g)
-        update = m / (jnp.sqrt(v) + epsilon)
-        if decay:
-            update = update + weight_decay_rate * p
-        new_params.append(p - learning_rate * update)
-        new_m.append(m)
-        new_v.append(v)
-    return new_params, {"m": new_m, "v": new_v}, norm
-
-
-def make_train_step(model):
-    """A jitted step (trainable, non-trainable, optimizer state, batch) -> the same, updated, and the metrics."""
-    decays = tuple(not any(re.search(p, v.path) for p in EXCLUDE_FROM_WEIGHT_DECAY)
-                   for v in model.trainable_variables)
+def make_train_step(model, optimizer):
+    """A jitted step (trainable, non-trainable, optimizer variables, batch) -> the same, updated, and the losses."""
 
     def loss_fn(trainable, non_trainable, batch):
         outputs, non_trainable = model.stateless_call(trainable, non_trainable, batch, training=True)
@@ -122,22 +83,24 @@ def make_train_step(model):
         return losses["loss"], (non_trainable, losses)
 
     @functools.partial(jax.jit, donate_argnums=(0, 1, 2))
-    def train_step(trainable, non_trainable, optimizer_state, batch):
+    def train_step(trainable, non_trainable, optimizer_variables, batch):
         (_, (non_trainable, losses)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             trainable, non_trainable, batch)
-        trainable, optimizer_state, grad_norm = adam_weight_decay(grads, trainable, optimizer_state, decays, 1e-4)
-        return trainable, non_trainable, optimizer_state, dict(losses, grad_norm=grad_norm)
+        trainable, optimizer_variables = optimizer.stateless_apply(optimizer_variables, grads, trainable)
+        return trainable, non_trainable, optimizer_variables, losses
 
     return train_step
 
 
-def time_training(BertPretrainer, config, batch, steps, repeats):
+def time_training(config, batch, steps, repeats):
     """Median seconds per step over `repeats` runs of `steps` steps, after one compiling and one warm-up run."""
     keras.utils.set_random_seed(0)
     model = BertPretrainer(config, dtype="mixed_bfloat16")
-    state = ([v.value for v in model.trainable_variables], [v.value for v in model.non_trainable_variables])
-    state += ({"m": [jnp.zeros_like(p) for p in state[0]], "v": [jnp.zeros_like(p) for p in state[0]]},)
-    train_step = make_train_step(model)
+    optimizer = AdamWeightDecay(learning_rate=1e-4, weight_decay_rate=0.01, global_clipnorm=1.0)
+    optimizer.build(model.trainable_variables)
+    state = tuple([v.value for v in variables] for variables in (
+        model.trainable_variables, model.non_trainable_variables, optimizer.variables))
+    train_step = make_train_step(model, optimizer)
 
     def run(n):
         nonlocal state
@@ -207,7 +170,6 @@ def main():
     if args.smoke:
         args.presets, args.batch_size, args.steps, args.repeats = "tiny", 8, 2, 2
 
-    BertConfig, BertPretrainer = import_modeling()
     device = jax.devices()[0]
     peak, peak_source = peak_flops(args, device)
     lines = [
@@ -227,8 +189,7 @@ def main():
         flops = training_flops_per_sequence(base, args.seq_length, args.predictions)
         for attention, config in (("explicit softmax + dropout", base),
                                   ("fused dot_product_attention", base.replace(attention_probs_dropout_prob=0.0))):
-            seconds, compile_seconds, metrics = time_training(BertPretrainer, config, batch, args.steps,
-                                                              args.repeats)
+            seconds, compile_seconds, metrics = time_training(config, batch, args.steps, args.repeats)
             rate = args.batch_size / seconds
             row = (f"| {preset} | {attention} | {config.hidden_dropout_prob:g} / "
                    f"{config.attention_probs_dropout_prob:g} | {rate:.1f} | {rate * args.seq_length:.0f} | "

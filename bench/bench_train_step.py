@@ -40,7 +40,8 @@ from run_header import load_average, run_header  # noqa: E402  (bench/ is the sc
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.modeling import BertPretrainer  # noqa: E402
 from bert_tf.training import AdamWeightDecay  # noqa: E402
-from bert_tf.training.flops import measure_peak_flops, training_flops_per_sequence  # noqa: E402
+from bert_tf.training.flops import training_flops_per_sequence  # noqa: E402
+from bert_tf.training.peak_flops import measure_peak_flops  # noqa: E402
 from bert_tf.training.strategy import worker_layout  # noqa: E402
 from bert_tf.training.trainer import Trainer  # noqa: E402
 

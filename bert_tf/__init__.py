@@ -9,12 +9,11 @@ Example:
 128
 """
 
-import importlib
+from bert_tf.lazy_exports import lazy_exports
 
 __version__ = "0.1.0"
 
-# Public name -> the module that defines it.
-_PUBLIC = {
+_EXPORTS = {
     "BertConfig": "bert_tf.config",
     "BertEncoder": "bert_tf.modeling.encoder",
     "BertPretrainer": "bert_tf.modeling.pretrainer",
@@ -24,17 +23,5 @@ _PUBLIC = {
     "BertSpanQA": "bert_tf.finetuning.span_qa",
     "BertTokenClassifier": "bert_tf.finetuning.token_classifier",
 }
-
-__all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

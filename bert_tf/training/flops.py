@@ -1,4 +1,5 @@
-"""Model FLOPs per trained sequence and the model FLOPs utilisation (MFU) of a run.
+"""Model FLOPs per trained sequence, for the model FLOPs utilisation (MFU) of a run. Pure Python: the GPU proxy
+benchmark uses it under JAX, where TensorFlow is not installed.
 
 The convention (the usual "6 x parameters x tokens" of Kaplan et al. / PaLM, made exact for BERT):
 - A multiply-add is 2 FLOPs; a training step costs 3x the forward pass (forward, and backward for activations and
@@ -11,13 +12,8 @@ The convention (the usual "6 x parameters x tokens" of Kaplan et al. / PaLM, mad
 - Not counted: embedding lookups (gathers), biases, LayerNorm, softmax, GELU, dropout and the optimizer update
   (all elementwise, small next to the matmuls).
 MFU = model FLOPs per second / peak FLOPs per second of the hardware. The peak is `--peak_tflops` when given, else
-measured here as the throughput of a large matmul in the run's compute dtype on this process's default device,
-times the number of workers: on a CPU this is the realistic ceiling, where a data-sheet peak is not known.
+measured by `bert_tf.training.peak_flops`.
 """
-
-import time
-
-import tensorflow as tf
 
 
 def training_flops_per_sequence(config, seq_length, num_predictions, use_next_sentence=True):
@@ -34,29 +30,3 @@ def training_flops_per_sequence(config, seq_length, num_predictions, use_next_se
     masked_lm = 6 * num_predictions * (h * h + h * vocab)
     pooler_nsp = 6 * (h * h + 2 * h) if use_next_sentence else 0
     return float(dense + attention + masked_lm + pooler_nsp)
-
-
-def measure_peak_flops(dtype="float32", size=1024, min_seconds=0.3):
-    """FLOP/s of a [size, size] x [size, size] matmul on the default device, in `dtype` (a practical peak)."""
-    a = tf.random.normal([size, size], dtype=tf.float32)
-    a = tf.cast(a, dtype)
-
-    @tf.function
-    def matmuls(x, n):
-        for _ in tf.range(n):
-            x = tf.matmul(x, a) * tf.cast(1.0 / size, dtype)
-        return x
-
-    matmuls(a, tf.constant(2)).numpy()  # trace and warm up
-    n, elapsed = 4, 0.0
-    while elapsed < min_seconds / 3:
-        n *= 2
-        start = time.perf_counter()
-        matmuls(a, tf.constant(n)).numpy()
-        elapsed = time.perf_counter() - start
-    # The best of three: on a shared machine other processes only ever make the matmul slower.
-    for _ in range(2):
-        start = time.perf_counter()
-        matmuls(a, tf.constant(n)).numpy()
-        elapsed = min(elapsed, time.perf_counter() - start)
-    return 2.0 * size ** 3 * n / elapsed

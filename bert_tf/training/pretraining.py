@@ -25,7 +25,8 @@ from bert_tf.training import report
 from bert_tf.training.checkpointing import (TrainingCheckpoint, checkpoint_dir, restore_model_weights,
                                             saved_position)
 from bert_tf.training.evaluation import evaluate
-from bert_tf.training.flops import measure_peak_flops, training_flops_per_sequence
+from bert_tf.training.flops import training_flops_per_sequence
+from bert_tf.training.peak_flops import measure_peak_flops
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.preemption import SigtermFlag
 from bert_tf.training.recipe import check_ready
