@@ -6,7 +6,8 @@ import tensorflow_datasets as tfds
 
 from bert_tf.instances.shard import TokenizedShard
 from bert_tf.text.bible import read_bible_documents
-from bert_tf.text.corpus import CorpusCounts, expand_input_files, read_documents, read_sentence_documents
+from bert_tf.text.corpus import CorpusCounts, read_documents, read_sentence_documents
+from bert_tf.text.file_patterns import expand_file_patterns
 from bert_tf.text.sentences import split_sentences
 from bert_tf.text.tfds_corpus import read_tfds_documents
 from bert_tf.text.tokenizer import FullTokenizer
@@ -41,7 +42,7 @@ def test_original_format_blank_lines_end_documents_and_runs_give_empty_ones(tmp_
     (tmp_path / "a.txt").write_bytes(b"First sentence.\nSecond one.\n\n\n   \nThird.\r\nlast of a")
     (tmp_path / "b.txt").write_bytes(b"continues in b\n\nFourth \xff\xfebytes.\n")
     counts = CorpusCounts()
-    files = expand_input_files(f"{tmp_path}/a.txt,{tmp_path}/b*.txt")
+    files = expand_file_patterns(f"{tmp_path}/a.txt,{tmp_path}/b*.txt")
     documents = list(read_sentence_documents(files, counts))
     # As the original: a whitespace-only line is blank; a document runs on into the next file.
     assert documents == [["First sentence.", "Second one."], [], [], ["Third.", "last of a", "continues in b"],
@@ -62,12 +63,12 @@ def test_empty_sentences_and_documents_are_dropped_and_counted(tmp_path, tokeniz
 def test_input_file_globs_keep_the_given_order_and_missing_ones_fail(tmp_path):
     for name in ("b-1.txt", "b-0.txt", "a.txt"):
         (tmp_path / name).write_text("x\n")
-    assert [p.rsplit("/", 1)[1] for p in expand_input_files(f"{tmp_path}/b-*.txt, {tmp_path}/a.txt")] == [
+    assert [p.rsplit("/", 1)[1] for p in expand_file_patterns(f"{tmp_path}/b-*.txt, {tmp_path}/a.txt")] == [
         "b-0.txt", "b-1.txt", "a.txt"]
     with pytest.raises(FileNotFoundError, match="matches no file"):
-        expand_input_files(f"{tmp_path}/a.txt,{tmp_path}/nothing-*.txt")
+        expand_file_patterns(f"{tmp_path}/a.txt,{tmp_path}/nothing-*.txt")
     with pytest.raises(ValueError, match="names no file"):
-        expand_input_files(" , ")
+        expand_file_patterns(" , ")
 
 
 def test_raw_text_files_are_documents_split_into_sentences(tmp_path):

@@ -16,8 +16,9 @@ from bert_tf.instances.sentence_pairs import PairSpan, instances_from_document, 
 from bert_tf.instances.shard import TokenizedShard, pair_spans
 from bert_tf.records.example_encoder import ExampleEncoder
 from bert_tf.records.feature_spec import feature_spec
-from bert_tf.records.inspection import check_layout
-from bert_tf.records.reader import RecordLayout, concatenate, read_records
+from bert_tf.records.inspection import structure_problems
+from bert_tf.records.reader import concatenate, read_records
+from bert_tf.records.schema import RecordSchema
 from bert_tf.records.writer import RoundRobinWriter, expand_output_files
 from bert_tf.text.bible import read_bible_documents
 from bert_tf.text.corpus import CorpusCounts
@@ -186,9 +187,9 @@ def test_statistics_on_real_text_match_the_recipe(bible_run, tokenizer):
     assert 0.05 < np.mean(lengths < 100) < 0.4
 
 
-def test_layout_no_special_token_masked_segments_as_specified(bible_run, tokenizer):
+def test_structure_no_special_token_masked_segments_as_specified(bible_run, tokenizer):
     _, _, records = bible_run
-    problems = check_layout(records, tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id)
+    problems = structure_problems(records, tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id)
     assert problems == {rule: 0 for rule in problems}
     real = records["masked_lm_weights"] > 0
     assert not np.isin(records["masked_lm_ids"][real], [tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id, tokenizer.vocabulary.pad_id]).any()
@@ -262,7 +263,7 @@ def test_v2_names_and_gzip(bible_documents, tokenizer, tmp_path):
     dataset = tf.data.TFRecordDataset(files, compression_type="GZIP").map(lambda r: tf.io.parse_single_example(r, spec))
     first = next(iter(dataset))
     assert "input_word_ids" in first and "input_type_ids" in first and first["input_word_ids"].shape == [64]
-    records = concatenate(read_records(files))  # the reader finds the layout and the compression itself
+    records = concatenate(read_records(files))  # the reader finds the schema and the compression itself
     assert records["input_ids"].shape[1] == 64 and records["masked_lm_positions"].shape[1] == 10
 
 
@@ -348,9 +349,9 @@ def test_cli_end_to_end_on_a_prepared_tfds_dataset(tmp_path, uncased_vocab):
     assert f"instances: {len(records['input_ids'])}" in done.stdout
 
 
-def test_reader_layout_inference(bible_run):
+def test_reader_schema_inference(bible_run):
     _, files, _ = bible_run
     first = next(read_records(files[:1], batch_size=4, max_records=4))
     assert first["input_ids"].shape == (4, 128) and first["masked_lm_weights"].dtype == np.float32
-    explicit = next(read_records(files[:1], RecordLayout("v1", 128, 20), batch_size=4, max_records=4))
+    explicit = next(read_records(files[:1], RecordSchema.standard("v1", 128, 20), batch_size=4, max_records=4))
     assert all(np.array_equal(first[k], explicit[k]) for k in first)

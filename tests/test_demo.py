@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from bert_tf.demo import PREDICTION_SENTENCES, RESULTS_FILE
-from bert_tf.records.reader import infer_layout, read_records
+from bert_tf.records.reader import read_records
+from bert_tf.records.schema import read_schema
 from bert_tf.text.vocabulary import Vocabulary
 from bert_tf.training.evaluation import unigram_baseline
 
@@ -53,8 +54,8 @@ def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_c
     tokens = list(Vocabulary.from_file(data / "vocab.txt").require(pad_first=True).tokens)
     assert 3000 < len(tokens) < 8000
     for name in ("train", "heldout"):
-        layout = infer_layout(str(data / f"{name}.tfrecord"))
-        assert (layout.names, layout.max_seq_length, layout.max_predictions_per_seq) == ("v1", 128, 20)
+        schema = read_schema(str(data / f"{name}.tfrecord"))
+        assert (schema.names, schema.max_seq_length, schema.max_predictions_per_seq) == ("v1", 128, 20)
     batch = next(read_records([str(data / "heldout.tfrecord")], max_records=500))
     assert np.all(batch["input_ids"][:, 0] == tokens.index("[CLS]"))
     assert 0.14 < batch["masked_lm_weights"].sum() / batch["input_mask"].sum() < 0.16

@@ -1,4 +1,4 @@
-"""bert-inspect-data: instances as text, layout checks, statistics and the PNG."""
+"""bert-inspect-data: instances as text, structure checks, statistics and the PNG."""
 
 import os
 import re
@@ -11,7 +11,7 @@ import pytest
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
 from bert_tf.records.example_encoder import ExampleEncoder
-from bert_tf.records.inspection import check_layout, describe_instance
+from bert_tf.records.inspection import describe_instance, structure_problems
 from bert_tf.records.reader import concatenate, read_records
 from bert_tf.records.writer import RoundRobinWriter
 from bert_tf.text.bible import read_bible_documents
@@ -56,16 +56,16 @@ def test_describe_instance_marks_predictions_with_their_labels():
     (record([2, 5, 4, 7, 5, 10, 6, 3], [2, 5], [6, 10], 5), "not exactly two [SEP], one last"),
     (record([2, 5, 4, 7, 3, 10, 6, 3], [2, 9], [6, 10], 5), "position outside the tokens"),
 ])
-def test_layout_checks_name_what_is_broken(broken, rule):
-    assert set(check_layout(batch_of(GOOD), cls_id=2, sep_id=3).values()) == {0}
-    problems = check_layout(batch_of(GOOD, broken, GOOD), cls_id=2, sep_id=3)
+def test_structure_checks_name_what_is_broken(broken, rule):
+    assert set(structure_problems(batch_of(GOOD), cls_id=2, sep_id=3).values()) == {0}
+    problems = structure_problems(batch_of(GOOD, broken, GOOD), cls_id=2, sep_id=3)
     assert problems[rule] == 1, problems
 
 
-def test_a_random_replacement_that_draws_sep_is_not_a_layout_error():
+def test_a_random_replacement_that_draws_sep_is_not_a_structure_error():
     # The original's random 10% draws from the whole vocab, specials included.
     replaced = record([2, 5, 3, 7, 3, 10, 6, 3], [2, 5], [6, 10], 5)
-    assert set(check_layout(batch_of(replaced), cls_id=2, sep_id=3).values()) == {0}
+    assert set(structure_problems(batch_of(replaced), cls_id=2, sep_id=3).values()) == {0}
 
 
 def inspect(*args):
@@ -87,7 +87,7 @@ def test_cli_prints_instances_statistics_and_writes_the_png(tmp_path, uncased_vo
     assert out.startswith("2 file(s), v1 feature names, max_seq_length 128, max_predictions_per_seq 20")
     assert len(re.findall(r"^instance \d: next_sentence_label: [01] \((random|actual) next\)", out, re.M)) == 3
     assert re.search(r"^\[CLS\] .*\{\[MASK\]\|[^}]+\}.* \[SEP\]$", out, re.M)
-    assert f"layout checks: all passed ({summary.statistics.instances} records)" in out
+    assert f"structure checks: all passed ({summary.statistics.instances} records)" in out
     # The statistics read back from the records are those the creation summary printed (bar the NSP expectation).
     for line in summary.statistics.summary_lines()[2:]:
         assert line in out
@@ -101,6 +101,6 @@ def test_cli_prints_instances_statistics_and_writes_the_png(tmp_path, uncased_vo
         for serialized in ExampleEncoder([(name, name == "masked_lm_weights") for name in FEATURES]).encode(records):
             writer.write(serialized)
     broken = inspect(f"--input_file={bad}", f"--vocab_file={uncased_vocab}", "--num_examples=0")
-    assert broken.returncode == 2 and "layout checks: {'[CLS] or [SEP] predicted': 1} (5 records)" in broken.stdout
+    assert broken.returncode == 2 and "structure checks: {'[CLS] or [SEP] predicted': 1} (5 records)" in broken.stdout
     missing = inspect(f"--input_file={tmp_path}/none*.tfrecord", f"--vocab_file={uncased_vocab}")
     assert missing.returncode == 2 and "matches no file" in missing.stderr.strip().splitlines()[-1]

@@ -1,7 +1,7 @@
 """bert-inspect-data: show what pre-training records hold.
 
 Prints the first instances as text ("[CLS] in the {[MASK]|beginning} god ... [SEP]": each predicted position as
-{what the model sees|the label}), checks every record against the original layout, prints the statistics
+{what the model sees|the label}), checks every record against the original instance structure, prints the statistics
 (NSP ratio, mask rate, [MASK]/random/kept split, lengths) and writes a PNG of the length histogram and masking split.
 
   bert-inspect-data --input_file='data/train.tfrecord*' --vocab_file=vocab.txt --plot_file=data/train.png
@@ -22,41 +22,43 @@ flags.DEFINE_string("plot_file", None, "Where to write the PNG (default: no plot
 
 def main(argv):
     del argv
-    from bert_tf.records.inspection import check_layout, describe_instance, plot_statistics, statistics_of
-    from bert_tf.records.reader import infer_layout, read_records
-    from bert_tf.text.corpus import expand_input_files
+    from bert_tf.instances.statistics import plot_statistics, statistics_of_records
+    from bert_tf.records.inspection import describe_instance, structure_problems
+    from bert_tf.records.reader import read_records
+    from bert_tf.records.schema import read_schema
+    from bert_tf.text.file_patterns import expand_file_patterns
     from bert_tf.text.vocabulary import Vocabulary
 
-    files = expand_input_files(FLAGS.input_file)
+    files = expand_file_patterns(FLAGS.input_file)
     vocabulary = Vocabulary.from_file(FLAGS.vocab_file).require(("[CLS]", "[SEP]", "[MASK]"), "inspecting records")
-    vocab = vocabulary.tokens
-    layout = infer_layout(files[0])
-    cls_id, sep_id, mask_id = vocabulary.cls_id, vocabulary.sep_id, vocabulary.mask_id
-    print(f"{len(files)} file(s), {layout.names} feature names, max_seq_length {layout.max_seq_length}, "
-          f"max_predictions_per_seq {layout.max_predictions_per_seq}\n")
-
+    schema = read_schema(files)
+    schema.check(schema.max_seq_length, schema.max_predictions_per_seq)
+    print(f"{len(files)} file(s), {schema.names} feature names, max_seq_length {schema.max_seq_length}, "
+          f"max_predictions_per_seq {schema.max_predictions_per_seq}\n")
     problems = {}
     printed = 0
 
     def batches():
         nonlocal printed
-        for batch in read_records(files, layout, max_records=FLAGS.max_records):
+        for batch in read_records(files, schema, max_records=FLAGS.max_records):
             for i in range(min(FLAGS.num_examples - printed, len(batch["input_ids"]))):
-                print(f"instance {printed}: " + describe_instance({k: v[i] for k, v in batch.items()}, vocab) + "\n")
+                record = {k: v[i] for k, v in batch.items()}
+                print(f"instance {printed}: " + describe_instance(record, vocabulary.tokens) + "\n")
                 printed += 1
-            for rule, count in check_layout(batch, cls_id, sep_id).items():
+            for rule, count in structure_problems(batch, vocabulary.cls_id, vocabulary.sep_id).items():
                 problems[rule] = problems.get(rule, 0) + count
             yield batch
 
-    stats = statistics_of(batches(), layout, mask_id)
+    stats = statistics_of_records(batches(), schema.max_seq_length, schema.max_predictions_per_seq,
+                                  vocabulary.mask_id)
     bad = {rule: count for rule, count in problems.items() if count}
-    print(f"layout checks: {'all passed' if not bad else bad} ({stats.instances} records)")
+    print(f"structure checks: {'all passed' if not bad else bad} ({stats.instances} records)")
     print("\n".join(stats.summary_lines()))
     if FLAGS.plot_file:
         plot_statistics(stats, FLAGS.plot_file)
         print(f"wrote {FLAGS.plot_file}")
     if bad:
-        return app.EXIT_BAD_INPUT  # the records break the original layout
+        return app.EXIT_BAD_INPUT  # the records break the original instance structure
 
 
 def run():

@@ -11,7 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.inputs.document_instances import full_sentence_instances, next_sentence_instances
-from bert_tf.inputs.record_files import expand_file_patterns
+from bert_tf.text.file_patterns import expand_file_patterns
 
 DEFAULT_WINDOW = 128
 DEFAULT_DOCUMENT_BUFFER = 1000

@@ -13,9 +13,11 @@ import random
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.inputs.record_files import (checked_records, detect_compression, expand_file_patterns,
-                                         expected_record_bytes, first_record, join_message)
 from bert_tf.records import feature_spec as spec_lib
+from bert_tf.records.checked_reading import checked_records, expected_record_bytes, join_message
+from bert_tf.records.compression import detect_compression
+from bert_tf.records.schema import read_schema
+from bert_tf.text.file_patterns import expand_file_patterns
 
 MODEL_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions", "masked_lm_ids",
                   "masked_lm_weights", "next_sentence_labels")
@@ -74,8 +76,10 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
         compressions = list(pool.map(lambda f: detect_compression(f, compression), files))
         expected_bytes = list(pool.map(expected_record_bytes, files, compressions))
-    layout = _record_layout(files, compressions, names)
-    _check_layout(layout, max_seq_length, max_predictions_per_seq, dynamic=masker is not None)
+    schema = read_schema(files, compressions, names)
+    dynamic = masker is not None
+    schema.check(max_seq_length, max_predictions_per_seq, required=_DYNAMIC_REQUIRED if dynamic else None,
+                 shorter_sequences=dynamic, masks=not dynamic)
 
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
@@ -102,7 +106,7 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
         records = records.shuffle(shuffle_buffer, seed=seed)
     batches = records.batch(batch_size, drop_remainder=True)
 
-    parse = _batch_parser(layout, max_seq_length, max_predictions_per_seq, batch_size, masker)
+    parse = _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, masker)
     batches = batches.map(parse, num_parallel_calls=num_parallel_calls, deterministic=True)
     if masker is not None:
         batches = masker.mask_batches(batches, max_predictions_per_seq, (seed * 1_000_003 + pipeline_id) % 2 ** 31,
@@ -110,68 +114,11 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
     return batches.prefetch(tf.data.AUTOTUNE)
 
 
-class _RecordLayout:
-    """What the first record says about the files: naming version and the length of each feature present."""
-
-    def __init__(self, path, names, lengths):
-        self.path, self.names, self.lengths = path, names, lengths
-
-    def record_name(self, v1_name):
-        return spec_lib.record_name(v1_name, self.names)
-
-
-def _record_layout(files, compressions, names):
-    if names not in ("auto",) + spec_lib.NAME_VERSIONS:
-        raise ValueError(f"names={names!r} is unknown: use 'auto', 'v1' (input_ids, segment_ids) or 'v2' "
-                         f"(input_word_ids, input_type_ids).")
-    for path, compression in zip(files, compressions):
-        raw = first_record(path, compression)
-        if raw is not None:
-            break
-    else:
-        raise ValueError(f"The input files hold no record ({len(files)} files, first {files[0]}): check that "
-                         f"create_pretraining_data wrote them completely.")
-    feature_map = tf.train.Example.FromString(raw).features.feature
-    found = "v1" if "input_ids" in feature_map else "v2" if "input_word_ids" in feature_map else None
-    if found is None:
-        raise ValueError(f"The first record of {path} has neither input_ids (v1) nor input_word_ids (v2), only "
-                         f"{sorted(feature_map)}: these are not BERT pre-training records.")
-    if names != "auto" and names != found:
-        raise ValueError(f"names={names!r} was asked but the records of {path} use the {found} names: pass "
-                         f"names='auto' or names={found!r}.")
-    lengths = {}
-    for v1_name, _, _ in spec_lib.V1_FEATURES:
-        name = spec_lib.record_name(v1_name, found)
-        if name in feature_map:
-            feature = feature_map[name]
-            lengths[v1_name] = len(getattr(feature, feature.WhichOneof("kind")).value)
-    return _RecordLayout(path, found, lengths)
-
-
-def _check_layout(layout, max_seq_length, max_predictions_per_seq, dynamic):
-    wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
-    required = _DYNAMIC_REQUIRED if dynamic else tuple(name for name, _, _ in spec_lib.V1_FEATURES)
-    missing = [layout.record_name(n) for n in required if n not in layout.lengths]
-    if missing:
-        raise ValueError(f"The records of {layout.path} lack {missing} (they hold {sorted(layout.lengths)}): "
-                         + ("write them with create_pretraining_data, or pass a DynamicMasker to mask unmasked "
-                            "records on the fly." if not dynamic else "they are not BERT pre-training records."))
-    for v1_name, _, kind in spec_lib.V1_FEATURES:
-        if v1_name not in layout.lengths or (dynamic and kind == "pred"):
-            continue
-        found, expected = layout.lengths[v1_name], wanted[kind]
-        if found != expected and not (dynamic and kind == "seq" and found < expected):
-            flag = {"seq": "max_seq_length", "pred": "max_predictions_per_seq", "one": "the label length"}[kind]
-            raise ValueError(f"Records in {layout.path} do not match {flag}={expected}: feature "
-                             f"{layout.record_name(v1_name)} has shape [{found}], expected [{expected}]. Pass the "
-                             f"{flag} the records were written with ({found}) or write them again.")
-
-
-def _batch_parser(layout, max_seq_length, max_predictions_per_seq, batch_size, masker):
+def _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, masker):
     """(paths [B], serialized [B]) -> the feature dict; a record of another length fails naming its file."""
     wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
-    present = [(name, dtype, kind) for name, dtype, kind in spec_lib.V1_FEATURES if name in layout.lengths]
-    ragged_spec = {layout.record_name(name): tf.io.RaggedFeature(dtype) for name, dtype, _ in present}
+    present = [(name, dtype, kind) for name, dtype, kind in spec_lib.V1_FEATURES if name in schema.length_of]
+    ragged_spec = {schema.record_name(name): tf.io.RaggedFeature(dtype) for name, dtype, _ in present}
 
     def check_lengths(paths, name, ragged, expected, exact):
         lengths = ragged.row_lengths()
@@ -192,7 +139,7 @@ def _batch_parser(layout, max_seq_length, max_predictions_per_seq, batch_size, m
         parsed = tf.io.parse_example(serialized, ragged_spec)
         dense, checks = {}, []
         for v1_name, dtype, kind in present:
-            name = layout.record_name(v1_name)
+            name = schema.record_name(v1_name)
             if masker is not None and kind == "pred":
                 # Static masks of a record are only undone (below): padded to their own length.
                 dense[name] = parsed[name].to_tensor()

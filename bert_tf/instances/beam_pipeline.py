@@ -24,8 +24,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import DEFAULT_SHARD_SIZE_MB, shard_documents
 from bert_tf.instances.shard import TokenizedShard, process_shard
-from bert_tf.text.corpus import (INPUT_FORMATS, CorpusCounts, expand_input_files, read_sentence_documents,
-                                 read_text_documents)
+from bert_tf.text.corpus import INPUT_FORMATS, CorpusCounts, read_sentence_documents, read_text_documents
+from bert_tf.text.file_patterns import expand_file_patterns
 from bert_tf.text.vocabulary import SPECIAL_TOKENS
 
 _FILE_SHARD_STRIDE = 2 ** 32  # shard indices of file f start at f * stride
@@ -87,7 +87,7 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
     """
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format={input_format!r} is unknown: the Beam pipeline reads {INPUT_FORMATS}.")
-    files = expand_input_files(input_file)
+    files = expand_file_patterns(input_file)
     types = beam.io.filesystem.CompressionTypes
     compression = types.GZIP if gzip else types.UNCOMPRESSED
     return (pipeline

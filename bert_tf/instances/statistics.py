@@ -102,3 +102,37 @@ class InstanceStatistics:
         lines.append(f"masked positions: [MASK] {self.masked / p:.2%}, random token {self.replaced / p:.2%}, "
                      f"kept {self.kept / p:.2%}")
         return lines
+
+
+def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask_id):
+    """`InstanceStatistics` of record batches (from `bert_tf.records.reader.read_records`)."""
+    stats = InstanceStatistics(max_seq_length, max_predictions_per_seq)
+    for batch in batches:
+        stats.add(batch["input_mask"].sum(axis=1), batch["input_ids"], batch["masked_lm_positions"],
+                  batch["masked_lm_ids"], batch["masked_lm_weights"].sum(axis=1).astype(np.int64),
+                  batch["next_sentence_labels"][:, 0], None, mask_id)
+    return stats
+
+
+def plot_statistics(stats, path, title=""):
+    """A PNG with the length histogram, predictions per instance and the [MASK]/random/kept split."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
+    axes[0].bar(np.arange(len(stats.length_histogram)), stats.length_histogram, width=1.0)
+    axes[0].set(title="instance length (tokens, specials included)", xlabel="length", ylabel="instances",
+                yscale="log")
+    axes[1].bar(np.arange(len(stats.predictions_histogram)), stats.predictions_histogram)
+    axes[1].set(title="masked LM predictions per instance", xlabel="predictions", ylabel="instances")
+    split = [stats.masked, stats.replaced, stats.kept]
+    total = max(sum(split), 1)
+    bars = axes[2].bar(["[MASK]", "random token", "kept"], [100 * v / total for v in split])
+    axes[2].bar_label(bars, fmt="%.1f%%")
+    axes[2].set(title="what a predicted position shows", ylabel="% of predictions", ylim=(0, 100))
+    figure.suptitle(title or f"{stats.instances} instances, {stats.random_next / max(stats.instances, 1):.1%} "
+                             f"random next")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)

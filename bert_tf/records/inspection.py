@@ -1,11 +1,9 @@
-"""Looking into records of the original format: instances as text, layout checks, statistics and a plot.
+"""Looking into records of the original format: an instance as text, and the structure rules every record keeps.
 
 Used by bert-inspect-data; works on the numpy batches of `reader.read_records` (v1 names).
 """
 
 import numpy as np
-
-from bert_tf.instances.statistics import InstanceStatistics
 
 
 def describe_instance(record, vocab):
@@ -31,8 +29,9 @@ def describe_instance(record, vocab):
             f"{count} predictions\n" + " ".join(words))
 
 
-def check_layout(batch, cls_id, sep_id):
-    """Counts of records that break the original layout, by rule (all zero for well-formed data)."""
+def structure_problems(batch, cls_id, sep_id):
+    """Counts of records that break the original instance structure ([CLS] A [SEP] B [SEP], padding, predictions),
+    by rule: all zero for well-formed data."""
     ids, mask, segments = batch["input_ids"], batch["input_mask"], batch["segment_ids"]
     positions, labels, weights = batch["masked_lm_positions"], batch["masked_lm_ids"], batch["masked_lm_weights"]
     num_rows, seq_len = ids.shape
@@ -41,7 +40,7 @@ def check_layout(batch, cls_id, sep_id):
     real = col < lengths[:, None]
     counts = weights.sum(axis=1).astype(np.int64)
     slots = np.arange(positions.shape[1])[None, :] < counts[:, None]
-    # A predicted position may show any vocab token (the random 10%, [CLS] and [SEP] included): the layout is
+    # A predicted position may show any vocab token (the random 10%, [CLS] and [SEP] included): the structure is
     # checked on the other positions and on the labels.
     predicted = np.zeros_like(real)
     np.put_along_axis(predicted, np.where(slots, positions, 0), slots, axis=1)
@@ -64,37 +63,3 @@ def check_layout(batch, cls_id, sep_id):
         "[CLS] or [SEP] predicted": int(np.sum(np.any(slots & ((labels == cls_id) | (labels == sep_id)), axis=1))),
         "padding predictions not 0": int(np.sum(np.any(~slots & ((positions != 0) | (labels != 0)), axis=1))),
     }
-
-
-def statistics_of(batches, layout, mask_id):
-    """`InstanceStatistics` of record batches."""
-    stats = InstanceStatistics(layout.max_seq_length, layout.max_predictions_per_seq)
-    for batch in batches:
-        stats.add(batch["input_mask"].sum(axis=1), batch["input_ids"], batch["masked_lm_positions"],
-                  batch["masked_lm_ids"], batch["masked_lm_weights"].sum(axis=1).astype(np.int64),
-                  batch["next_sentence_labels"][:, 0], None, mask_id)
-    return stats
-
-
-def plot_statistics(stats, path, title=""):
-    """A PNG with the length histogram, predictions per instance and the [MASK]/random/kept split."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
-    axes[0].bar(np.arange(len(stats.length_histogram)), stats.length_histogram, width=1.0)
-    axes[0].set(title="instance length (tokens, specials included)", xlabel="length", ylabel="instances",
-                yscale="log")
-    axes[1].bar(np.arange(len(stats.predictions_histogram)), stats.predictions_histogram)
-    axes[1].set(title="masked LM predictions per instance", xlabel="predictions", ylabel="instances")
-    split = [stats.masked, stats.replaced, stats.kept]
-    total = max(sum(split), 1)
-    bars = axes[2].bar(["[MASK]", "random token", "kept"], [100 * v / total for v in split])
-    axes[2].bar_label(bars, fmt="%.1f%%")
-    axes[2].set(title="what a predicted position shows", ylabel="% of predictions", ylim=(0, 100))
-    figure.suptitle(title or f"{stats.instances} instances, {stats.random_next / max(stats.instances, 1):.1%} "
-                             f"random next")
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
-    plt.close(figure)

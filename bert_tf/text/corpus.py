@@ -13,10 +13,10 @@ same documents.
 """
 
 import dataclasses
-import os
 
 import tensorflow as tf
 
+from bert_tf.text.file_patterns import expand_file_patterns
 from bert_tf.text.sentences import split_sentences
 
 
@@ -47,26 +47,6 @@ class CorpusCounts:
                 f"dropped: {self.empty_documents} empty documents, {self.empty_sentences} sentences without tokens; "
                 f"{self.undecodable_lines} lines with undecodable bytes (bytes dropped); "
                 f"{self.one_sentence_documents} one-sentence documents kept"]
-
-
-def expand_input_files(input_file):
-    """The original's `--input_file`: comma-separated paths or globs, in the order given, each glob sorted.
-
-    Example:
-    >>> expand_input_files("corpus/wiki-*.txt,corpus/books.txt")
-    ['corpus/wiki-0.txt', 'corpus/wiki-1.txt', 'corpus/books.txt']
-    """
-    patterns = [p.strip() for p in os.fspath(input_file).split(",") if p.strip()]
-    if not patterns:
-        raise ValueError(f"input_file={input_file!r} names no file: pass a path, a glob or a comma-separated list.")
-    files = []
-    for pattern in patterns:
-        matched = sorted(tf.io.gfile.glob(pattern))
-        if not matched:
-            raise FileNotFoundError(f"input_file pattern {pattern!r} matches no file: check the path (globs are "
-                                    f"expanded here, so quote them in the shell).")
-        files.extend(matched)
-    return files
 
 
 def _open_binary(path):
@@ -116,6 +96,6 @@ def read_documents(input_file, input_format, counts):
     """Documents of `--input_file` (comma-separated globs) in the given format."""
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format={input_format!r} is unknown: use one of {INPUT_FORMATS} for files.")
-    files = expand_input_files(input_file)
+    files = expand_file_patterns(input_file)
     reader = read_sentence_documents if input_format == "sentences" else read_text_documents
     return reader(files, counts)

@@ -1,4 +1,4 @@
-"""TFRecord files on the way in: patterns to file lists, compression, and reading that names a broken file.
+"""Reading TFRecord files so that a broken file is named: its records checked against its size.
 
 tf.data's `TFRecordDataset` reports a corrupt record as a `DataLossError` without the file's name, and a file cut
 inside a record header (the first 12 bytes of a record) ends silently, as if the file were complete. So every
@@ -7,50 +7,12 @@ of a gzip file the uncompressed size that its trailer stores (mod 2**32). A read
 the check then fails with the file's name. ZLIB files carry no size and are read unchecked.
 """
 
-import os
-
 import tensorflow as tf
 
-COMPRESSIONS = ("auto", "", "GZIP", "ZLIB")
 # Bytes of framing around each record in a TFRecord file: uint64 length, its crc32c, the data's crc32c.
 _RECORD_FRAMING_BYTES = 16
-_GZIP_MAGIC = b"\x1f\x8b"
 # Records counted at once by the truncation check.
 _BLOCK_RECORDS = 256
-
-
-def expand_file_patterns(input_patterns):
-    """Sorted, de-duplicated files matched by a pattern, a comma-separated string of patterns, or a list of them.
-
-    Example:
-    >>> expand_file_patterns("data/wiki-*.tfrecord,data/books.tfrecord")
-    ['data/books.tfrecord', 'data/wiki-00000.tfrecord', 'data/wiki-00001.tfrecord']
-    """
-    if isinstance(input_patterns, (str, os.PathLike)):
-        input_patterns = [input_patterns]
-    patterns = [p.strip() for item in input_patterns for p in os.fspath(item).split(",") if p.strip()]
-    if not patterns:
-        raise ValueError(f"input_patterns={input_patterns!r} names no file: pass a path, a glob or a "
-                         f"comma-separated list of them.")
-    files = set()
-    for pattern in patterns:
-        matched = tf.io.gfile.glob(pattern)
-        if not matched:
-            raise FileNotFoundError(f"Input pattern {pattern!r} matches no file: check the path (globs like "
-                                    f"'dir/part-*.tfrecord' are expanded here, not by the shell).")
-        files.update(matched)
-    return sorted(files)
-
-
-def detect_compression(path, compression="auto"):
-    """"GZIP" if the file starts with the gzip magic bytes, else "" (uncompressed); an explicit value is checked."""
-    if compression not in COMPRESSIONS:
-        raise ValueError(f"compression={compression!r} is unknown: use one of {COMPRESSIONS} "
-                         f"('auto' recognises gzip; ZLIB files must be named).")
-    if compression != "auto":
-        return compression
-    with tf.io.gfile.GFile(path, "rb") as f:
-        return "GZIP" if f.read(2) == _GZIP_MAGIC else ""
 
 
 def expected_record_bytes(path, compression):

@@ -1,0 +1,122 @@
+"""`RecordSchema`: which feature names (v1/v2) and lengths the records of a set of files have, read from the first
+record, and checked against the lengths a run asks for."""
+
+import dataclasses
+
+import tensorflow as tf
+
+from bert_tf.records import feature_spec as spec_lib
+from bert_tf.records.checked_reading import first_record
+from bert_tf.records.compression import detect_compression
+
+NAMES = ("auto",) + spec_lib.NAME_VERSIONS
+_FLAG_OF_KIND = {"seq": "max_seq_length", "pred": "max_predictions_per_seq", "one": "the label length"}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordSchema:
+    """The feature naming of records and the length of each feature they hold (keyed by v1 name).
+
+    Example:
+    >>> schema = RecordSchema.standard("v1", 128, 20)
+    >>> schema.max_seq_length, schema.max_predictions_per_seq, schema.record_name("input_ids")
+    (128, 20, 'input_ids')
+    >>> schema.check(128, 20)
+    >>> schema.check(512, 20)
+    Traceback (most recent call last):
+    ...
+    ValueError: Records in the records do not match max_seq_length=512: feature input_ids has shape [128], expected [512]. Pass the max_seq_length the records were written with (128) or write them again.
+    """
+
+    names: str        # "v1" (input_ids, segment_ids) or "v2" (input_word_ids, input_type_ids)
+    lengths: tuple    # (v1 name, length) of each feature the records hold
+    path: str = "the records"  # the file the schema was read from, for messages
+
+    @classmethod
+    def standard(cls, names, max_seq_length, max_predictions_per_seq, path="the records"):
+        """The schema of complete records written by create_pretraining_data."""
+        wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
+        return cls(names, tuple((name, wanted[kind]) for name, _, kind in spec_lib.V1_FEATURES), path)
+
+    @property
+    def length_of(self):
+        return dict(self.lengths)
+
+    @property
+    def max_seq_length(self):
+        return self.length_of.get("input_ids")
+
+    @property
+    def max_predictions_per_seq(self):
+        return self.length_of.get("masked_lm_positions")
+
+    def record_name(self, v1_name):
+        return spec_lib.record_name(v1_name, self.names)
+
+    def feature_spec(self):
+        """The `tf.io.FixedLenFeature` dict that parses these records (complete records only)."""
+        return spec_lib.feature_spec(self.max_seq_length, self.max_predictions_per_seq, self.names)
+
+    def check(self, max_seq_length, max_predictions_per_seq, required=None, shorter_sequences=False,
+              masks=True):
+        """Raises a ValueError naming the feature, its length and the flag to fix when the records do not have
+        the features `required` (v1 names; default all) with the lengths asked for.
+
+        shorter_sequences: sequences up to max_seq_length are fine (they are padded, e.g. for dynamic masking).
+        masks: whether the masked-LM features' lengths matter (not when masks are drawn again).
+        """
+        held = self.length_of
+        required = tuple(name for name, _, _ in spec_lib.V1_FEATURES) if required is None else required
+        missing = [self.record_name(n) for n in required if n not in held]
+        if missing:
+            raise ValueError(f"The records of {self.path} lack {missing} (they hold "
+                             f"{sorted(self.record_name(n) for n in held)}): write them with "
+                             f"bert-create-pretraining-data, or mask unmasked records on the fly (dynamic masking).")
+        wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
+        for v1_name, _, kind in spec_lib.V1_FEATURES:
+            if v1_name not in held or (kind == "pred" and not masks):
+                continue
+            found, expected = held[v1_name], wanted[kind]
+            if found != expected and not (shorter_sequences and kind == "seq" and found < expected):
+                flag = _FLAG_OF_KIND[kind]
+                raise ValueError(f"Records in {self.path} do not match {flag}={expected}: feature "
+                                 f"{self.record_name(v1_name)} has shape [{found}], expected [{expected}]. Pass the "
+                                 f"{flag} the records were written with ({found}) or write them again.")
+
+
+def schema_of_record(serialized, path="the records", names="auto"):
+    """The schema of one serialized record."""
+    if names not in NAMES:
+        raise ValueError(f"names={names!r} is unknown: use 'auto', 'v1' (input_ids, segment_ids) or 'v2' "
+                         f"(input_word_ids, input_type_ids).")
+    feature_map = tf.train.Example.FromString(serialized).features.feature
+    found = "v1" if "input_ids" in feature_map else "v2" if "input_word_ids" in feature_map else None
+    if found is None:
+        raise ValueError(f"The first record of {path} has neither input_ids (v1) nor input_word_ids (v2), only "
+                         f"{sorted(feature_map)}: these are not BERT pre-training records.")
+    if names != "auto" and names != found:
+        raise ValueError(f"names={names!r} was asked but the records of {path} use the {found} names: pass "
+                         f"names='auto' or names={found!r}.")
+    lengths = []
+    for v1_name, _, _ in spec_lib.V1_FEATURES:
+        name = spec_lib.record_name(v1_name, found)
+        if name in feature_map:
+            feature = feature_map[name]
+            lengths.append((v1_name, len(getattr(feature, feature.WhichOneof("kind")).value)))
+    return RecordSchema(found, tuple(lengths), path)
+
+
+def read_schema(files, compressions=None, names="auto"):
+    """The schema of the first record of the first file that holds one.
+
+    Example:
+    >>> read_schema(["train.tfrecord"])  # doctest: +SKIP
+    RecordSchema(names='v1', lengths=(('input_ids', 128), ...), path='train.tfrecord')
+    """
+    files = [files] if isinstance(files, str) else list(files)
+    for i, path in enumerate(files):
+        raw = first_record(path, compressions[i] if compressions else detect_compression(path))
+        if raw is not None:
+            return schema_of_record(raw, path, names)
+    raise ValueError(f"The input files hold no record ({len(files)} file(s), first {files[0]}): check that "
+                     f"bert-create-pretraining-data wrote them completely.")

@@ -1,0 +1,35 @@
+"""File patterns -> files: the one expander of `--input_file` values, for corpora and TFRecords alike.
+
+The original's `--input_file`: comma-separated paths or globs. Patterns keep the order given (a corpus is read in
+that order, as the original reads it); each glob's matches are sorted (filesystems list in any order); a file
+named twice is read once; a pattern that matches nothing is an error naming it.
+"""
+
+import os
+
+import tensorflow as tf
+
+
+def expand_file_patterns(patterns, flag="input_file"):
+    """The files a pattern, a comma-separated string of patterns, or a list of them name.
+
+    Example:
+    >>> expand_file_patterns("corpus/wiki-*.txt,corpus/books.txt")  # doctest: +SKIP
+    ['corpus/wiki-0.txt', 'corpus/wiki-1.txt', 'corpus/books.txt']
+    """
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = [patterns]
+    split = [p.strip() for item in patterns for p in os.fspath(item).split(",") if p.strip()]
+    if not split:
+        raise ValueError(f"{flag}={patterns!r} names no file: pass a path, a glob or a comma-separated list of them.")
+    files = {}  # an ordered set
+    for pattern in split:
+        matched = sorted(tf.io.gfile.glob(pattern))
+        if not matched:
+            raise FileNotFoundError(f"{flag} pattern {pattern!r} matches no file: check the path (globs are expanded "
+                                    f"here, so quote them in the shell).")
+        if matched == [pattern] and tf.io.gfile.isdir(pattern):  # a plain path; globs are left unchecked (cost)
+            raise IsADirectoryError(f"{flag} {pattern!r} is a directory: pass the files in it, e.g. "
+                                    f"'{pattern.rstrip('/')}/*'.")
+        files.update(dict.fromkeys(matched))
+    return list(files)
