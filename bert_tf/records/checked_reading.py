@@ -81,6 +81,6 @@ def first_record(path, compression):
             return record.numpy()
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
         raise ValueError(f"TFRecord file {path} cannot be read ({error.message.strip()}): check that it is a "
-                         f"TFRecord file (compression={compression!r}) and write it again if it is corrupt."
+                         f"TFRecord file (compression={compression!r}) and recreate it if it is corrupt."
                          ) from None
     return None

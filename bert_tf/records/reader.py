@@ -43,7 +43,7 @@ def read_records(paths, schema=None, batch_size=1024, max_records=None):
                     return
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
             raise ValueError(f"TFRecord file {path} holds a corrupt or foreign record "
-                             f"({error.message.strip().splitlines()[0]}): write it again or leave it out of the "
+                             f"({error.message.strip().splitlines()[0]}): recreate it or leave it out of the "
                              f"input files.") from None
 
 

@@ -5,6 +5,7 @@ that order, as the original reads it); each glob's matches are sorted (filesyste
 named twice is read once; a pattern that matches nothing is an error naming it.
 """
 
+import errno
 import os
 
 import tensorflow as tf
@@ -29,7 +30,6 @@ def expand_file_patterns(patterns, flag="input_file"):
             raise FileNotFoundError(f"{flag} pattern {pattern!r} matches no file: check the path (globs are expanded "
                                     f"here, so quote them in the shell).")
         if matched == [pattern] and tf.io.gfile.isdir(pattern):  # a plain path; globs are left unchecked (cost)
-            raise IsADirectoryError(f"{flag} {pattern!r} is a directory: pass the files in it, e.g. "
-                                    f"'{pattern.rstrip('/')}/*'.")
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", pattern)
         files.update(dict.fromkeys(matched))
     return list(files)
