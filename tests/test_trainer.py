@@ -39,10 +39,9 @@ def stacked(batches):
 def run(trainer, batches):
     """Runs len(batches) steps through the real loop function (a dataset iterator) and returns the weights."""
     iterator = iter(tf.data.Dataset.from_tensor_slices(stacked(batches)))
-    sums, steps, finite, _ = trainer.train_loop(iterator, tf.constant(len(batches)))
-    assert int(steps) == len(batches) and bool(finite)
-    return [v.numpy() for v in trainer.model.trainable_variables], {k: float(v) / len(batches)
-                                                                    for k, v in sums.items()}
+    result = trainer.train(iterator, len(batches))
+    assert result.steps == len(batches) and result.bad_step is None
+    return [v.numpy() for v in trainer.model.trainable_variables], result.means
 
 
 def loop_ops(trainer, batches):
@@ -94,11 +93,12 @@ def test_whole_multi_step_loop_compiles_with_xla():
     loop = tf.function(lambda d: trainer.run_steps(lambda i: {k: v[i] for k, v in d.items()}, 3), jit_compile=True)
     hlo = loop.experimental_get_compiler_ir(data)(stage="hlo")  # raises if any op cannot be compiled
     assert "while" in hlo
-    sums, steps, finite, _ = loop(data)
-    assert int(steps) == 3 and bool(finite)
+    steps, totals = loop(data)
+    result = trainer.loop_result(0, int(steps), totals.numpy())
+    assert result.steps == 3 and result.bad_step is None
     for a, b in zip(reference_weights, trainer.model.trainable_variables):
         np.testing.assert_allclose(b.numpy(), a, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(float(sums["loss"]) / 3, reference_metrics["loss"], rtol=1e-5)
+    np.testing.assert_allclose(result.means["loss"], reference_metrics["loss"], rtol=1e-5)
 
 
 def test_jit_compile_option_gives_the_same_steps():

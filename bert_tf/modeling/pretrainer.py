@@ -58,6 +58,14 @@ class BertPretrainer(keras.Model):
                                     self.encoder.word_embeddings)
         return {"mlm_logits": mlm_logits, "nsp_logits": self.next_sentence(encoded["pooled_output"])}
 
+    def pretraining_variables(self):
+        """The trainable variables the pre-training loss reaches, in `trainable_variables` order: all of them, or
+        without the next-sentence loss all but the pooler and the next-sentence head (which get no gradient)."""
+        if self.use_next_sentence:
+            return list(self.trainable_variables)
+        nsp_only = {id(v) for v in self.encoder.pooler.trainable_variables + self.next_sentence.trainable_variables}
+        return [v for v in self.trainable_variables if id(v) not in nsp_only]
+
     def compute_losses(self, outputs, features):
         """The original losses and metrics (see `bert_tf.modeling.losses.pretraining_losses`)."""
         return pretraining_losses(outputs, features, self.use_next_sentence)

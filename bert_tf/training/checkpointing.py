@@ -16,7 +16,9 @@ from absl import logging
 from bert_tf import model_dir as model_dir_lib
 
 CHECKPOINT_NAME = "ckpt"
-_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+# The global step is the optimizer's update count (the inner optimizer's under a LossScaleOptimizer).
+_STEP_KEYS = ("optimizer/inner_optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
+              "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")
 _PHASE_KEY = "phase/.ATTRIBUTES/VARIABLE_VALUE"
 
 
@@ -30,12 +32,13 @@ def saved_position(directory):
     path = tf.train.latest_checkpoint(directory)
     if path is None:
         return None
-    try:
-        return path, int(tf.train.load_variable(path, _STEP_KEY)), int(tf.train.load_variable(path, _PHASE_KEY))
-    except (tf.errors.NotFoundError, ValueError):
-        raise ValueError(
-            f"{path} is not a bert-pretrain training checkpoint (it has no step/phase): to start from converted "
-            f"weights pass that directory as --init_checkpoint and choose a new --model_dir.") from None
+    keys = {name for name, _ in tf.train.list_variables(path)}
+    step_key = next((key for key in _STEP_KEYS if key in keys), None)
+    if step_key and _PHASE_KEY in keys:
+        return path, int(tf.train.load_variable(path, step_key)), int(tf.train.load_variable(path, _PHASE_KEY))
+    raise ValueError(
+        f"{path} is not a bert-pretrain training checkpoint (it has no step/phase): to start from converted "
+        f"weights pass that directory as --init_checkpoint and choose a new --model_dir.")
 
 
 class TrainingCheckpoint:
@@ -43,30 +46,28 @@ class TrainingCheckpoint:
 
     Args:
         directory: this worker's checkpoint directory (see `checkpoint_dir`).
-        model, optimizer: the `BertPretrainer` and its optimizer.
-        step: an int64 `tf.Variable` set to the global step before each save.
+        model, optimizer: the `BertPretrainer` and its optimizer (whose update count is the global step).
         phase: an int64 `tf.Variable` holding the index of the phase being trained.
         iterator: the phase's input iterator (a plain `iter(dataset)`).
         max_to_keep: checkpoints kept (the original Estimator kept 5).
 
     Example:
-    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, step, phase, iterator)
-    >>> ckpt.save(1000)
+    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, phase, iterator)  # doctest: +SKIP
+    >>> ckpt.save(1000)  # doctest: +SKIP
     '.../ckpt-1000'
     """
 
-    def __init__(self, directory, model, optimizer, step, phase, iterator, max_to_keep=5):
-        self.step, self.phase = step, phase
+    def __init__(self, directory, model, optimizer, phase, iterator, max_to_keep=5):
+        self.optimizer, self.phase = optimizer, phase
         # Dropout draws from Keras seed-generator states, which the model's checkpoint does not hold.
         rng = {f"generator_{i}": v for i, v in enumerate(
             v for v in model.non_trainable_variables if "seed_generator" in v.path)}
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step, phase=phase,
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, phase=phase,
                                               iterator=iterator, dropout_rng=rng)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep,
                                                   checkpoint_name=CHECKPOINT_NAME)
 
     def save(self, step):
-        self.step.assign(step)
         path = self.manager.save(checkpoint_number=step)
         logging.info("Saved checkpoint %s", path)
         return path
@@ -79,10 +80,10 @@ class TrainingCheckpoint:
             status.assert_existing_objects_matched()
         else:
             partial = tf.train.Checkpoint(model=self.checkpoint.model, optimizer=self.checkpoint.optimizer,
-                                          step=self.step, phase=self.phase,
+                                          phase=self.phase,
                                           dropout_rng=self.checkpoint.dropout_rng)
             partial.restore(path).expect_partial().assert_existing_objects_matched()
-        logging.info("Restored %s (step %d)%s", path, int(self.step.numpy()),
+        logging.info("Restored %s (step %d)%s", path, int(self.optimizer.iterations.numpy()),
                      "" if with_iterator else "; the input starts afresh for the new phase")
 
 

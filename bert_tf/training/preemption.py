@@ -1,45 +1,72 @@
 """SIGTERM, the notice that TPU and cloud VMs (and Kubernetes, Slurm) give before they stop a job.
 
-The handler only raises a flag; the host loop checks it after every `iterations_per_loop` call, saves a checkpoint
-and returns. (`tf.distribute.experimental.PreemptionCheckpointHandler` does this for multi-worker and TPU
-clusters only; this works with every `--strategy`, and the loop synchronises the flag across workers itself.)
+Python runs a signal handler only when the main thread returns to the interpreter, which it does not do while
+a `tf.function` loop of `iterations_per_loop` steps runs. So the handler is only there to make the signal
+catchable; the signal number also reaches a pipe (`signal.set_wakeup_fd`) written from C at once, and a watcher
+thread reading that pipe sets a `tf.Variable` that the in-graph loop reads before each step. The loop finishes
+its current step and returns; the controller saves a checkpoint and stops.
 """
 
+import os
 import signal
 import threading
 
 from absl import logging
 
 
-class SigtermFlag:
-    """A context manager that turns SIGTERM into a flag while it is active (then restores the old handler).
+class PreemptionWatcher:
+    """A context manager turning SIGTERM into `flag.assign(True)` within the running loop, and into `requested()`.
 
-    Installed only in the main thread (Python delivers signals there); elsewhere it stays unset.
+    Installed only in the main thread (Python delivers signals there); elsewhere it never fires. The previous
+    handler and wakeup fd are restored on exit.
 
-    Example:
-    >>> with SigtermFlag() as preempted:
-    ...     while not preempted.is_set():
-    ...         train_some_steps()
+    Args:
+        flag: a boolean `tf.Variable` the training loop reads each step (`Trainer.stop_requested`), or None.
+
+    >>> with PreemptionWatcher() as preemption:
+    ...     preemption.requested()
+    False
     """
 
-    def __init__(self):
+    def __init__(self, flag=None):
+        self.flag = flag
         self._event = threading.Event()
-        self._previous = None
+        self._previous_handler = self._previous_fd = None
+        self._read_fd = self._write_fd = None
+        self._thread = None
 
-    def is_set(self):
+    def requested(self):
         return self._event.is_set()
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        self._read_fd, self._write_fd = os.pipe()
+        os.set_blocking(self._write_fd, False)
+        self._previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        self._previous_fd = signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
+        self._thread = threading.Thread(target=self._watch, name="preemption-watcher", daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
-            self._previous = None
+        if self._thread is None:
+            return False
+        signal.set_wakeup_fd(self._previous_fd)
+        signal.signal(signal.SIGTERM, self._previous_handler)
+        os.close(self._write_fd)  # the watcher's read returns end-of-file and the thread ends
+        self._thread.join()
+        os.close(self._read_fd)
+        self._thread = None
         return False
 
-    def _handle(self, signum, frame):
-        logging.warning("SIGTERM received: saving a checkpoint after the current loop, then stopping.")
-        self._event.set()
+    def _watch(self):
+        while True:
+            data = os.read(self._read_fd, 64)
+            if not data:
+                return
+            if signal.SIGTERM in data and not self._event.is_set():
+                logging.warning("SIGTERM received: saving a checkpoint after the current step, then stopping.")
+                self._event.set()
+                if self.flag is not None:
+                    self.flag.assign(True)

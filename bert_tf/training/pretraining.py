@@ -1,9 +1,10 @@
 """`run_pretraining`: a recipe, a model_dir and a strategy -> a pre-trained, resumable run.
 
-The host loop: for each phase from the one the latest checkpoint is in, build that phase's input pipeline, then
-call the `Trainer`'s multi-step `tf.function` (`iterations_per_loop` steps per call) until the phase ends, saving a
-checkpoint every `save_checkpoints_steps` and at each phase end. One optimizer, so one schedule and one step counter
-over all phases; a new phase has new input shapes, so the loop function retraces for it.
+`PretrainingRun` assembles the run (config, model directory files, model, optimizer, trainer, restore) and hands
+each phase to the `Controller`, which calls the `Trainer`'s multi-step `tf.function` (`iterations_per_loop` steps
+per call) until the phase ends, saving a checkpoint every `save_checkpoints_steps` and at each phase end. One
+optimizer, so one schedule and one step counter (its update count) over all phases; a new phase has new input
+shapes, so the loop function retraces for it.
 """
 
 import dataclasses
@@ -24,15 +25,18 @@ from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.training import report
 from bert_tf.training.checkpointing import (TrainingCheckpoint, checkpoint_dir, restore_model_weights,
                                             saved_position)
+from bert_tf.training.controller import Controller
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.flops import training_flops_per_sequence
 from bert_tf.training.peak_flops import measure_peak_flops
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.preemption import SigtermFlag
+from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.training.recipe import check_ready
-from bert_tf.training.strategy import any_worker, check_same_on_all_workers, worker_layout
+from bert_tf.training.strategy import check_same_on_all_workers, worker_layout
 from bert_tf.training.trainer import Trainer
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
+
+__all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "create_pretrainer", "run_pretraining"]
 
 RECIPE_FILE = "recipe.yaml"
 _COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
@@ -70,8 +74,9 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
     Re-running with the same `model_dir` resumes from its latest checkpoint: same step, same phase, same position
     in the input (the iterator is checkpointed; the data order follows from `recipe.seed`), same dropout RNG.
     `recipe.init_checkpoint` (a `bert-convert` or `bert-pretrain` directory) initialises the model weights of a
-    fresh run. SIGTERM saves a checkpoint and returns with `preempted=True`. A non-finite loss raises
-    `NonFiniteLossError` without saving, so the latest checkpoint stays the last good one.
+    fresh run. SIGTERM stops the loop after its current step, saves a checkpoint and returns with
+    `preempted=True`. A non-finite loss raises `NonFiniteLossError` without saving, so the latest checkpoint stays
+    the last good one.
 
     Args:
         recipe: a `Recipe` (see `load_recipe` and `Recipe.with_overrides`) whose phases all have input files.
@@ -85,111 +90,137 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
     Example:
     >>> recipe = load_recipe("demo_cpu").with_overrides(input_file=["data/train-*.tfrecord"],
     ...                                                 vocab_file="data/vocab.txt",
-    ...                                                 eval_input_file="data/heldout.tfrecord")
-    >>> result = run_pretraining(recipe, "runs/demo")
-    >>> result.eval_results["masked_lm_accuracy"]
+    ...                                                 eval_input_file="data/heldout.tfrecord")  # doctest: +SKIP
+    >>> result = run_pretraining(recipe, "runs/demo")  # doctest: +SKIP
+    >>> result.eval_results["masked_lm_accuracy"]  # doctest: +SKIP
     0.31
     """
-    check_ready(recipe)
-    strategy = strategy or tf.distribute.get_strategy()
-    layout = worker_layout(strategy)
-    ckpt_dir = checkpoint_dir(model_dir, layout)
-    position = saved_position(ckpt_dir)
-    config = recipe.bert_config(_init_checkpoint_config(recipe))
-    _check_model_dir_config(model_dir, config)
-    for phase in recipe.phases:
-        layout.worker_batch_size(recipe.phase_batch_size(phase))
-    if layout.is_chief:
-        _write_model_dir_files(model_dir, config, recipe)
+    return PretrainingRun(recipe, model_dir, strategy, peak_tflops).run()
 
-    keras.utils.set_random_seed(recipe.seed)
-    with strategy.scope():
-        model = create_pretrainer(config, recipe.mixed_precision, recipe.use_next_sentence)
-        optimizer = create_optimizer(recipe)
-        step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
-        phase_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="phase")
-    trainer = Trainer(strategy, layout, model, optimizer, recipe.max_micro_batch_size, recipe.jit_compile)
-    if position is None and recipe.init_checkpoint:
-        restore_model_weights(model, recipe.init_checkpoint)
-    start_step = position[1] if position else 0
-    check_same_on_all_workers(strategy, layout, "step of the latest checkpoint", start_step)
-    log = TrainingLog(model_dir, layout.is_chief, start_step, recipe.num_train_steps)
-    peak_flops = (peak_tflops * 1e12 if peak_tflops else
-                  measure_peak_flops(_COMPUTE_DTYPE[recipe.mixed_precision]) * layout.num_pipelines)
-    masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
-                            recipe.dynamic_masking.do_whole_word_mask) if recipe.dynamic_masking.enabled else None)
 
-    started = time.perf_counter()
-    step, preempted, ckpt, last_row, restored = start_step, False, None, {}, position is None
-    with SigtermFlag() as sigterm:
+class PretrainingRun:
+    """One pre-training run as an object: `prepare` (config, model directory files, model, optimizer, trainer,
+    restore), `train` (each phase through the `Controller`), `finish` (evaluation, curves, summary).
+
+    Example:
+    >>> run = PretrainingRun(recipe, "runs/demo")  # doctest: +SKIP
+    >>> result = run.run()  # doctest: +SKIP
+    """
+
+    def __init__(self, recipe, model_dir, strategy=None, peak_tflops=None):
+        self.recipe = recipe
+        self.model_dir = model_dir
+        self.strategy = strategy or tf.distribute.get_strategy()
+        self.peak_tflops = peak_tflops
+        self.started = time.perf_counter()
+
+    def run(self):
+        self.prepare()
+        with PreemptionWatcher(self.trainer.stop_requested) as preemption:
+            self.controller = Controller(
+                self.trainer, self.log, preemption, self.recipe.save_checkpoints_steps,
+                self.recipe.iterations_per_loop, self._peak_flops(),
+                evaluator=self._evaluate if self.recipe.eval.input_file else None)
+            preempted = self.train()
+        return self.finish(preempted)
+
+    def prepare(self):
+        """Checks the recipe, resolves the model config, writes the model directory's files, builds and restores."""
+        recipe = self.recipe
+        check_ready(recipe)
+        self.layout = worker_layout(self.strategy)
+        self.ckpt_dir = checkpoint_dir(self.model_dir, self.layout)
+        self.position = saved_position(self.ckpt_dir)
+        self.config = recipe.bert_config(_init_checkpoint_config(recipe))
+        _check_model_dir_config(self.model_dir, self.config)
+        for phase in recipe.phases:
+            self.layout.worker_batch_size(recipe.phase_batch_size(phase))
+        if self.layout.is_chief:
+            _write_model_dir_files(self.model_dir, self.config, recipe)
+
+        keras.utils.set_random_seed(recipe.seed)
+        with self.strategy.scope():
+            self.model = create_pretrainer(self.config, recipe.mixed_precision, recipe.use_next_sentence)
+            self.optimizer = create_optimizer(recipe)
+            self.phase_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="phase")
+        self.trainer = Trainer(self.strategy, self.layout, self.model, self.optimizer, recipe.max_micro_batch_size,
+                               recipe.jit_compile)
+        if self.position is None and recipe.init_checkpoint:
+            restore_model_weights(self.model, recipe.init_checkpoint)
+        start_step = self.position[1] if self.position else 0
+        check_same_on_all_workers(self.strategy, self.layout, "step of the latest checkpoint", start_step)
+        self.log = TrainingLog(self.model_dir, self.layout.is_chief, start_step, recipe.num_train_steps)
+        self.masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
+                                     recipe.dynamic_masking.do_whole_word_mask)
+                       if recipe.dynamic_masking.enabled else None)
+        self.step, self.restored = start_step, self.position is None
+
+    def train(self):
+        """Trains every phase not finished yet; returns True when stopped on SIGTERM."""
+        recipe, layout = self.recipe, self.layout
         for index, (phase, end) in enumerate(zip(recipe.phases, recipe.phase_ends)):
-            if step >= end:
+            if self.step >= end:
                 continue
             global_batch = recipe.phase_batch_size(phase)
-            replica_batch = global_batch // layout.num_replicas
-            micro, accumulation = trainer.micro_batching(replica_batch)
+            micro, accumulation = self.trainer.micro_batching(global_batch // layout.num_replicas)
             logging.info("Phase %s: steps %d-%d, seq %d, %d predictions; global batch %d = %d replica(s) x %d "
-                         "micro-batch(es) x %d sequences.", phase.name, step, end, phase.max_seq_length,
+                         "micro-batch(es) x %d sequences.", phase.name, self.step, end, phase.max_seq_length,
                          phase.max_predictions_per_seq, global_batch, layout.num_replicas, accumulation, micro)
             dataset = pretraining_dataset(
                 phase.input_file, phase.max_seq_length, phase.max_predictions_per_seq,
                 layout.worker_batch_size(global_batch), is_training=True,
                 input_context=layout.input_context() if layout.num_pipelines > 1 else None,
-                shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=masker)
+                shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=self.masker)
             iterator = iter(dataset)
-            ckpt = TrainingCheckpoint(ckpt_dir, model, optimizer, step_var, phase_var, iterator,
-                                      recipe.keep_checkpoint_max)
-            if not restored:
-                ckpt.restore(position[0], with_iterator=position[2] == index)
-                restored = True
-            phase_var.assign(index)
-            step = int(optimizer.iterations.numpy())
+            checkpoint = TrainingCheckpoint(self.ckpt_dir, self.model, self.optimizer, self.phase_var, iterator,
+                                            recipe.keep_checkpoint_max)
+            if not self.restored:
+                checkpoint.restore(self.position[0], with_iterator=self.position[2] == index)
+                self.restored = True
+            self.phase_var.assign(index)
             flops_per_step = global_batch * training_flops_per_sequence(
-                config, phase.max_seq_length, phase.max_predictions_per_seq, recipe.use_next_sentence)
-            while step < end:
-                next_save = (step // recipe.save_checkpoints_steps + 1) * recipe.save_checkpoints_steps
-                num_steps = min(recipe.iterations_per_loop, end - step, next_save - step)
-                loop_start = time.perf_counter()
-                sums, steps_run, finite, bad_step = trainer.train_loop(iterator, tf.constant(num_steps))
-                steps_run = int(steps_run.numpy())
-                seconds = time.perf_counter() - loop_start
-                if not bool(finite.numpy()):
-                    raise NonFiniteLossError(_non_finite_message(sums, int(bad_step.numpy()), phase, ckpt_dir))
-                step = int(optimizer.iterations.numpy())
-                means = {name: float(value.numpy()) / steps_run for name, value in sums.items()}
-                last_row = log.record(step, phase.name, means, steps_run, seconds, steps_run * global_batch,
-                                      steps_run * flops_per_step, peak_flops)
-                preempted = any_worker(strategy, layout, sigterm.is_set())
-                if step >= next_save or step >= end or preempted:
-                    ckpt.save(step)
-                if preempted:
-                    break
+                self.config, phase.max_seq_length, phase.max_predictions_per_seq, recipe.use_next_sentence)
+            preempted = self.controller.train_phase(phase, iterator, checkpoint, end, flops_per_step, global_batch)
+            self.step = self.trainer.step
             if preempted:
-                logging.warning("Stopped on SIGTERM at step %d after saving; re-run the same command to resume.",
-                                step)
-                break
+                return True
+        return False
 
-    if not restored:  # the run had finished already: its final weights, for the eval
-        tf.train.Checkpoint(model=model).restore(position[0]).expect_partial().assert_existing_objects_matched()
-        logging.info("Restored the model of %s (step %d): nothing left to train.", position[0], step)
-    completed = step >= recipe.num_train_steps
-    eval_results = None
-    if completed and recipe.eval.input_file:
-        eval_results = _evaluate(recipe, model, masker)
-        log.record_eval(step, eval_results)
-    history = read_history(os.path.join(model_dir, HISTORY_FILE))
-    curves = summary = None
-    if layout.is_chief:
-        curves = report.plot_curves(history, os.path.join(model_dir, report.CURVES_FILE), eval_results,
-                                    step if eval_results else None, title=f"{recipe.name}: {model_dir}")
-        lines = report.summary_lines(recipe, config, step, history, eval_results, time.perf_counter() - started,
-                                     layout, model_dir)
-        summary = report.write_summary(os.path.join(model_dir, report.SUMMARY_FILE), lines)
-        for line in lines:
-            logging.info("%s", line)
-    return PretrainingResult(model_dir=model_dir, step=step, completed=completed, preempted=preempted,
-                             checkpoint=tf.train.latest_checkpoint(ckpt_dir), eval_results=eval_results,
-                             last_metrics=last_row, curves_png=curves, summary_file=summary)
+    def finish(self, preempted):
+        """Evaluates a completed run, draws the curves and writes the summary."""
+        recipe, model_dir = self.recipe, self.model_dir
+        if not self.restored:  # the run had finished already: its final weights, for the eval
+            tf.train.Checkpoint(model=self.model).restore(self.position[0]).expect_partial() \
+                .assert_existing_objects_matched()
+            logging.info("Restored the model of %s (step %d): nothing left to train.", self.position[0], self.step)
+        completed = self.step >= recipe.num_train_steps
+        eval_results = self.controller.evaluate() if completed else None
+        history = read_history(os.path.join(model_dir, HISTORY_FILE))
+        curves = summary = None
+        if self.layout.is_chief:
+            curves = report.plot_curves(history, os.path.join(model_dir, report.CURVES_FILE), eval_results,
+                                        self.step if eval_results else None, title=f"{recipe.name}: {model_dir}")
+            lines = report.summary_lines(recipe, self.config, self.step, history, eval_results,
+                                         time.perf_counter() - self.started, self.layout, model_dir)
+            summary = report.write_summary(os.path.join(model_dir, report.SUMMARY_FILE), lines)
+            for line in lines:
+                logging.info("%s", line)
+        return PretrainingResult(model_dir=model_dir, step=self.step, completed=completed, preempted=preempted,
+                                 checkpoint=tf.train.latest_checkpoint(self.ckpt_dir), eval_results=eval_results,
+                                 last_metrics=self.controller.last_metrics, curves_png=curves, summary_file=summary)
+
+    def _peak_flops(self):
+        if self.peak_tflops:
+            return self.peak_tflops * 1e12
+        return measure_peak_flops(_COMPUTE_DTYPE[self.recipe.mixed_precision]) * self.layout.num_pipelines
+
+    def _evaluate(self):
+        spec, last = self.recipe.eval, self.recipe.phases[-1]
+        dataset = pretraining_dataset(spec.input_file, spec.max_seq_length or last.max_seq_length,
+                                      spec.max_predictions_per_seq or last.max_predictions_per_seq,
+                                      spec.eval_batch_size, is_training=False, seed=self.recipe.seed,
+                                      masker=self.masker)
+        return evaluate(self.model, dataset, spec.max_eval_steps)
 
 
 def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):
@@ -203,23 +234,6 @@ def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True)
     """
     dtype = None if mixed_precision == "float32" else mixed_precision
     return BertPretrainer(config, use_next_sentence=use_next_sentence, dtype=dtype)
-
-
-def _evaluate(recipe, model, masker):
-    spec, last = recipe.eval, recipe.phases[-1]
-    dataset = pretraining_dataset(spec.input_file, spec.max_seq_length or last.max_seq_length,
-                                  spec.max_predictions_per_seq or last.max_predictions_per_seq,
-                                  spec.eval_batch_size, is_training=False, seed=recipe.seed, masker=masker)
-    return evaluate(model, dataset, spec.max_eval_steps)
-
-
-def _non_finite_message(sums, bad_step, phase, ckpt_dir):
-    latest = tf.train.latest_checkpoint(ckpt_dir)
-    kept = (f"the latest checkpoint is still {os.path.basename(latest)}, the last good state, and re-running "
-            f"resumes from it" if latest else "no checkpoint was written yet")
-    return (f"The training loss became {float(sums['loss'].numpy())} at step {bad_step} (phase {phase.name}); "
-            f"stopped without saving: {kept} ({ckpt_dir}). Lower --learning_rate or raise --num_warmup_steps, check "
-            f"the input records, or leave out --mixed_precision=mixed_float16.")
 
 
 def _init_checkpoint_config(recipe):

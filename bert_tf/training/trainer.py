@@ -1,5 +1,8 @@
-"""The training step and the multi-step loop: per-replica loss as in the original, gradient accumulation, gradients
-averaged across replicas, then the optimizer (which clips to the global norm before its update)."""
+"""The training step and the multi-step loop, device-side: per-replica loss as in the original, gradient
+accumulation, gradients averaged across replicas, then the optimizer (which clips to the global norm before its
+update); metrics accumulated on the replicas and read once per loop."""
+
+import dataclasses
 
 import keras
 import tensorflow as tf
@@ -7,8 +10,22 @@ import tensorflow as tf
 from bert_tf.modeling.dropout import dropout_stream
 from bert_tf.training.strategy import split_per_replica
 
-# Variables that only the next-sentence loss trains; without NSP they get no gradient and are left alone.
-NSP_ONLY_VARIABLES = ("bert/pooler/", "cls/seq_relationship/")
+
+@dataclasses.dataclass(frozen=True)
+class LoopResult:
+    """What one call of the training loop did.
+
+    Attributes:
+        steps: steps the loop ran (fewer than asked when a stop was requested).
+        means: each metric's mean over the loop's good steps (over all replicas).
+        bad_step: the global step whose loss or gradients were not finite (no update from it on), else None.
+        bad_loss: the loss of that step (averaged over replicas).
+    """
+
+    steps: int
+    means: dict
+    bad_step: object = None
+    bad_loss: float = None
 
 
 class Trainer:
@@ -17,18 +34,22 @@ class Trainer:
     One step: each replica takes its slice of the worker's batch and computes the original per-core loss
     (masked-LM loss normalised by the sum of that slice's weights, plus the NSP mean) and its gradients, over
     `accumulation_steps` micro-batches when the slice is larger than `max_micro_batch_size` (the gradients and
-    metrics of the micro-batches are averaged, as if each micro-batch were one more core). The gradients are then
-    averaged across replicas (one all-reduce) and handed to the optimizer, which clips their global norm and
-    updates. So one step consumes exactly the global batch, whatever the hardware.
+    metrics of the micro-batches are averaged, as if each micro-batch were one more core). The gradients and the
+    loss are then averaged across replicas (one all-reduce) and handed to the optimizer, which clips their global
+    norm and updates. So one step consumes exactly the global batch, whatever the hardware.
 
     The original on TPUs summed the per-core gradients after clipping each core's to norm 1.0
     (`CrossShardOptimizer` over `tf.gradients`); averaging and clipping once makes the update independent of the
     replica count (Adam's update is nearly invariant to the gradient's scale, so the two agree up to epsilon and
     the clipping threshold) and equal to the original on one device.
 
-    `train_loop(iterator, num_steps)` is a `tf.function` that runs `num_steps` steps per call (a `tf.range` loop
-    inside the graph, the original's `iterations_per_loop`), stops early at a non-finite loss, and returns the
-    sum of each metric over the steps it ran.
+    `train_loop(iterator, num_steps)` is a `tf.function` running up to `num_steps` steps per call (a loop inside
+    the graph, the original's `iterations_per_loop`) with no host read per step: each replica adds its step's
+    metrics to one packed replica-local accumulator, read (reduced) once when the loop ends. A step whose averaged
+    loss or gradients are not finite is not applied, nor is any later step of that loop; the accumulator records
+    where it happened. The loop stops early, after a whole step, when `stop_requested` turns true (set from a
+    signal handler's thread while the loop runs); with several workers the flag is read between loops instead,
+    so that every worker runs the same number of steps.
 
     Args:
         strategy: the `tf.distribute.Strategy` the model and optimizer were created under.
@@ -39,8 +60,10 @@ class Trainer:
         jit_compile: compile each replica's forward and backward pass (with its accumulation loop) with XLA.
 
     Example:
-    >>> trainer = Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size=16)
-    >>> sums, steps, finite, bad_step = trainer.train_loop(iter(dataset), tf.constant(100))
+    >>> trainer = Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size=16)  # doctest: +SKIP
+    >>> result = trainer.train(iter(dataset), 100)  # doctest: +SKIP
+    >>> result.steps, result.means["loss"], result.bad_step  # doctest: +SKIP
+    (100, 6.93, None)
     """
 
     def __init__(self, strategy, layout, model, optimizer, max_micro_batch_size=None, jit_compile=False):
@@ -51,16 +74,41 @@ class Trainer:
         self.max_micro_batch_size = max_micro_batch_size
         self.use_next_sentence = model.use_next_sentence
         self.loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-        self.trainable_variables = [
-            v for v in model.trainable_variables
-            if self.use_next_sentence or not v.path.startswith(NSP_ONLY_VARIABLES)]
+        self.trainable_variables = model.pretraining_variables()
+        self.metric_names = metric_names(self.use_next_sentence) + ("grad_norm", "learning_rate")
+        # The accumulator's layout: the metric sums over good steps, then these three slots.
+        self._good, self._bad, self._bad_loss = range(len(self.metric_names), len(self.metric_names) + 3)
         with strategy.scope():
             optimizer.build(self.trainable_variables)
-        self.metric_names = metric_names(self.use_next_sentence) + ("grad_norm", "learning_rate")
+            self._totals = tf.Variable(tf.zeros(len(self.metric_names) + 3), trainable=False, name="loop_totals",
+                                       synchronization=tf.VariableSynchronization.ON_READ,
+                                       aggregation=tf.VariableAggregation.SUM)
+        # A plain host variable: a signal handler's thread sets it while the loop runs.
+        self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
         self._compute_gradients = (tf.function(self._gradients, jit_compile=True) if jit_compile
                                    else self._gradients)
         self.train_loop = tf.function(
             lambda iterator, num_steps: self.run_steps(lambda step: next(iterator), num_steps))
+
+    @property
+    def step(self):
+        """The global step: the optimizer's update count, the run's one step counter (read on the host)."""
+        return int(self.optimizer.iterations.numpy())
+
+    def train(self, iterator, num_steps):
+        """Runs `train_loop` for up to `num_steps` steps and returns its `LoopResult` (two host reads per call)."""
+        start = self.step
+        steps, totals = self.train_loop(iterator, tf.constant(num_steps))
+        return self.loop_result(start, int(steps.numpy()), totals.numpy())
+
+    def loop_result(self, start_step, steps, totals):
+        """Decodes the accumulator read at the end of a loop that started at `start_step`."""
+        totals = totals / self.layout.num_replicas
+        good = int(round(totals[self._good]))
+        means = {name: float(totals[i]) / max(good, 1) for i, name in enumerate(self.metric_names)}
+        if totals[self._bad] > 0:
+            return LoopResult(steps, means, bad_step=start_step + good, bad_loss=float(totals[self._bad_loss]))
+        return LoopResult(steps, means)
 
     def micro_batching(self, replica_batch_size):
         """(micro-batch size, accumulation steps) for a replica batch of `replica_batch_size` sequences."""
@@ -73,39 +121,61 @@ class Trainer:
 
     def run_steps(self, next_batch, num_steps):
         """The loop body of `train_loop`, with the batch source as a function of the step index: TensorFlow ops
-        only, so the whole loop also compiles with XLA when the batches are given as a tensor (see the tests)."""
-        sums = {name: tf.constant(0.0) for name in self.metric_names}
-        steps_run = tf.constant(0)
-        finite = tf.constant(True)
-        bad_step = tf.constant(-1, tf.int64)
-        for i in tf.range(num_steps):
-            step = tf.cast(self.optimizer.iterations, tf.int64)
-            metrics = self.distributed_step(next_batch(i))
-            sums = {name: sums[name] + metrics[name] for name in self.metric_names}
-            steps_run += 1
-            if not tf.math.is_finite(metrics["loss"]):
-                finite = tf.constant(False)
-                bad_step = step
-                break
-        return sums, steps_run, finite, bad_step
+        only, so the whole loop also compiles with XLA when the batches are given as a tensor (see the tests).
+        Returns the steps run and the accumulator summed over replicas (the loop's one reduction)."""
+        self.strategy.run(lambda: self._totals.assign(tf.zeros_like(self._totals)))
+        read_stop = self.layout.num_pipelines == 1
+        steps = tf.constant(0)
+        # The condition reads only the counter and the stop flag, never a replica's output, so issuing step
+        # i + 1 never waits for step i's numbers.
+        while steps < num_steps and not (read_stop and self.stop_requested):
+            self.distributed_step(next_batch(steps))
+            steps += 1
+        return steps, self._totals.read_value()
 
     def distributed_step(self, batch):
-        """One optimizer step on a worker's batch; the metrics averaged over all replicas."""
-        per_replica = self.strategy.run(self._replica_step, args=(split_per_replica(
-            self.strategy, self.layout, batch),))
-        return {name: self.strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
-                for name, value in per_replica.items()}
+        """One optimizer step on a worker's batch; its metrics go to each replica's accumulator."""
+        self.strategy.run(self._replica_step, args=(split_per_replica(self.strategy, self.layout, batch),))
 
     def _replica_step(self, features):
         learning_rate = tf.cast(self.optimizer.learning_rate, tf.float32)
         grads, metrics = self._compute_gradients(features)
+        loss = metrics["loss"]
         if self.layout.num_replicas > 1:
-            grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.MEAN, grads)
+            # The loss travels with the gradients, so every replica takes the same skip decision.
+            *grads, loss = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.MEAN,
+                                                                          grads + [loss])
         grad_norm = tf.linalg.global_norm(grads)
         if self.loss_scaled:
             grad_norm = grad_norm / tf.cast(self.optimizer.dynamic_scale, tf.float32)
-        self.optimizer.apply(grads, self.trainable_variables)
-        return dict(metrics, grad_norm=grad_norm, learning_rate=learning_rate)
+        # A loss-scaled step with overflowing gradients is the LossScaleOptimizer's to skip (it lowers the scale).
+        finite = tf.math.is_finite(loss) & (self.loss_scaled or tf.math.is_finite(grad_norm))
+        healthy = tf.equal(self._totals[self._bad], 0.0)
+        apply = healthy & finite
+        self._apply_if(apply, grads)
+        metrics = dict(metrics, grad_norm=grad_norm, learning_rate=learning_rate)
+        good = tf.cast(apply, tf.float32)
+        first_bad = tf.cast(healthy & ~finite, tf.float32)
+        self._totals.assign_add(tf.stack(
+            [tf.where(apply, metrics[name], 0.0) for name in self.metric_names]
+            + [good, 1.0 - good, tf.where(first_bad > 0, loss, 0.0)]))
+
+    def _apply_if(self, condition, grads):
+        """Applies `grads` when `condition` (the same on every replica) holds. The optimizer's update synchronises
+        the replicas (`merge_call`), which TensorFlow allows under a `tf.cond` only in the cross-replica context,
+        as Keras' LossScaleOptimizer does it."""
+        def apply(grads):
+            self.optimizer.apply(grads, self.trainable_variables)
+
+        def cross_replica(strategy, condition, grads):
+            tf.cond(strategy.experimental_local_results(condition)[0],
+                    lambda: strategy.extended.call_for_each_replica(apply, args=(grads,)), lambda: None)
+
+        # TPUStrategy runs every replica in one program and updates without merge_call: the cond stays in place.
+        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+            tf.cond(condition, lambda: apply(grads), lambda: None)
+        else:
+            tf.distribute.get_replica_context().merge_call(cross_replica, args=(condition, grads))
 
     def _gradients(self, features):
         batch_size = features["input_word_ids"].shape[0]
