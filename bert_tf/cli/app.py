@@ -100,8 +100,11 @@ def program_name(main):
     return "bert-" + module.rsplit(".", 1)[-1].replace("_", "-")
 
 
-def run(main, *, required_flags=()):
+def run(main, *, required_flags=(), pass_on_unknown_flags=False):
     """Parses the flags, runs `main(argv)` and ends the process with the exit code the outcome means.
+
+    `pass_on_unknown_flags=True` hands the flags absl does not know to `main` in `argv` (for a command that passes
+    them on, as the Beam pipeline passes its runner's options); otherwise they are an error.
 
     Example:
     >>> def main(argv):
@@ -110,20 +113,21 @@ def run(main, *, required_flags=()):
     """
     program = program_name(main)
     flags.mark_flags_as_required(list(required_flags))
-    app.run(functools.partial(_run_main, main, program), flags_parser=functools.partial(parse_flags, program))
+    app.run(functools.partial(_run_main, main, program),
+            flags_parser=functools.partial(parse_flags, program, known_only=pass_on_unknown_flags))
 
 
-def parse_flags(program, argv):
+def parse_flags(program, argv, known_only=False):
     """absl's flag parsing, with a flag error as one line and exit code 2 (absl prints two lines and exits 1).
 
     Extra positional arguments are refused: they are usually an unquoted glob the shell expanded.
     """
     argv = _with_verbosity_numbers(argv)
     try:
-        rest = FLAGS(argv)
+        rest = FLAGS(argv, known_only=known_only)
     except flags.Error as error:
         _exit(program, EXIT_BAD_INPUT, _flag_error_message(error))
-    if len(rest) > 1:
+    if len(rest) > 1 and not known_only:
         _exit(program, EXIT_BAD_INPUT,
               f"unexpected arguments {rest[1:]}: every input is a flag (--name=value); quote globs so the shell "
               f"does not expand them (--input_file='dir/*.txt') and join several with commas.")

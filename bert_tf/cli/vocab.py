@@ -8,14 +8,11 @@ The special tokens [PAD] (id 0), [UNK], [CLS], [SEP], [MASK] always come first. 
 
 from absl import flags
 
-from bert_tf.cli import app
+from bert_tf.cli import app, flag_groups
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("input_file", None, "Text to learn from: comma-separated files and globs.")
-flags.DEFINE_enum("input_format", "sentences", ["sentences", "text", "bible"],
-                  "sentences: one sentence per line (the pre-training input format); text: raw text files; "
-                  "bible: the embedded World English Bible (no --input_file).")
+flag_groups.define_corpus_flags(["sentences", "text", "bible"])
 flags.DEFINE_integer("vocab_size", 30522, "Target vocab size, special tokens included (the learner may return "
                                           "up to 5% fewer).")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents first (an uncased vocab).")
@@ -24,17 +21,11 @@ flags.DEFINE_string("output_file", None, "Where to write the vocab, one token pe
 
 def main(argv):
     del argv
-    from bert_tf.text.corpus import CorpusCounts, read_documents
+    from bert_tf.text.corpus import CorpusCounts
     from bert_tf.text.vocab_learning import learn_vocab, write_vocab
 
     counts = CorpusCounts()
-    if FLAGS.input_format == "bible":
-        from bert_tf.text.bible import read_bible_documents
-        documents = read_bible_documents(counts)
-    elif not FLAGS.input_file:
-        raise app.InputError(f"--input_file is required with --input_format={FLAGS.input_format}.")
-    else:
-        documents = read_documents(FLAGS.input_file, FLAGS.input_format, counts)
+    documents = flag_groups.read_corpus(counts)
     sentences = (sentence for document in documents for sentence in document)
     tokens = learn_vocab(sentences, FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case)
     write_vocab(tokens, FLAGS.output_file)

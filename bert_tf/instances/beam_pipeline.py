@@ -10,18 +10,16 @@ original lets a document run on into the next file), and a shard never spans two
 seeded with (random_seed, f * 2**32 + k). For a single input file both pipelines make the same records (tested).
 The order of records in the output files is the runner's.
 
-    python -m bert_tf.instances.beam_pipeline --input_file='gs://bucket/wiki/*.txt' \\
+Its command is `python -m bert_tf.cli.create_pretraining_data_beam` (the flags of bert-create-pretraining-data):
+
+    python -m bert_tf.cli.create_pretraining_data_beam --input_file='gs://bucket/wiki/*.txt' \\
         --output_prefix=gs://bucket/records/train --num_output_files=256 --vocab_file=vocab.txt \\
         --dupe_factor=5 --runner=DataflowRunner --project=... --region=... --temp_location=gs://bucket/tmp
 """
 
-import argparse
-
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import DEFAULT_SHARD_SIZE_MB, shard_documents
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.text.corpus import INPUT_FORMATS, CorpusCounts, read_sentence_documents, read_text_documents
@@ -98,35 +96,3 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
             | "Instances" >> beam.ParDo(ShardToRecords(vocab_file, do_lower_case, options, names))
             | "Write" >> beam.io.WriteToTFRecord(output_prefix, num_shards=num_output_files,
                                                  compression_type=compression))
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--input_file", required=True)
-    parser.add_argument("--input_format", default="sentences", choices=INPUT_FORMATS)
-    parser.add_argument("--output_prefix", required=True, help="output files are PREFIX-SSSSS-of-NNNNN")
-    parser.add_argument("--num_output_files", type=int, default=0, help="0: the runner decides")
-    parser.add_argument("--vocab_file", required=True)
-    parser.add_argument("--do_lower_case", type=lambda v: v.lower() in ("1", "true", "yes"), default=True)
-    parser.add_argument("--do_whole_word_mask", action="store_true")
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
-    parser.add_argument("--random_seed", type=int, default=12345)
-    parser.add_argument("--dupe_factor", type=int, default=10)
-    parser.add_argument("--masked_lm_prob", type=float, default=0.15)
-    parser.add_argument("--short_seq_prob", type=float, default=0.1)
-    parser.add_argument("--shard_size_mb", type=float, default=DEFAULT_SHARD_SIZE_MB)
-    parser.add_argument("--names", default="v1", choices=("v1", "v2"))
-    parser.add_argument("--gzip", action="store_true")
-    args, beam_args = parser.parse_known_args(argv)
-    options = InstanceOptions(args.max_seq_length, args.max_predictions_per_seq, args.masked_lm_prob,
-                              args.short_seq_prob, args.dupe_factor, args.do_whole_word_mask, args.random_seed)
-    with beam.Pipeline(options=PipelineOptions(beam_args)) as pipeline:
-        build_pipeline(pipeline, args.input_file, args.output_prefix, args.vocab_file, options,
-                       input_format=args.input_format, do_lower_case=args.do_lower_case,
-                       shard_size_mb=args.shard_size_mb, names=args.names, gzip=args.gzip,
-                       num_output_files=args.num_output_files)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,29 @@
+"""Flags shared by commands are defined once (bert_tf/cli/flag_groups.py): the Beam command takes the flags of
+bert-create-pretraining-data and hands the ones it does not know to Beam."""
+
+import glob
+
+import pytest
+import tensorflow as tf
+
+from helpers import run_cli
+from pretraining_records import write_vocab
+
+
+@pytest.mark.slow
+def test_beam_command_takes_the_shared_flags_and_passes_runner_options_to_beam(tmp_path):
+    pytest.importorskip("apache_beam")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("w1 w2 w3 w4 w5 w6.\nw7 w8 w9 w10 w11.\nw12 w13 w14.\n\n" * 30)
+    done = run_cli("create_pretraining_data_beam", f"--input_file={corpus}", f"--output_prefix={tmp_path}/train",
+                   f"--vocab_file={write_vocab(tmp_path / 'vocab.txt')}", "--max_seq_length=16",
+                   "--max_predictions_per_seq=3", "--dupe_factor=1", "--num_output_files=1", "--runner=DirectRunner")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [output] = glob.glob(f"{tmp_path}/train-00000-of-00001")
+    records = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(output)]
+    assert len(records) > 10
+    assert len(records[0].features.feature["input_ids"].int64_list.value) == 16
+    # A wrong value of a shared flag ends in the frame's one line, as in bert-create-pretraining-data.
+    bad = run_cli("create_pretraining_data_beam", f"--input_file={corpus}", f"--output_prefix={tmp_path}/x",
+                  f"--vocab_file={tmp_path / 'vocab.txt'}", "--max_seq_length=3")
+    assert bad.returncode == 2 and "max_seq_length=3 is too short" in bad.stderr.splitlines()[-1]
