@@ -2,7 +2,7 @@
 
 from setuptools import find_packages, setup
 
-# The stack that resolves cleanly together (shared/ENVIRONMENT.md). Plain `tensorflow`, not
+# The stack that resolves cleanly together (docs/architecture.md, "Dependencies"). Plain `tensorflow`, not
 # `tensorflow-cpu`: tensorflow-text depends on `tensorflow`, and the two overwrite each other.
 INSTALL_REQUIRES = [
     "tensorflow==2.21.*",

