@@ -1,8 +1,7 @@
-"""The Keras layers: TF1 variable names, tied head, original loss, masks, options, serialization."""
+"""The Keras layers: TF1 variable names, tied head, original loss, masks, options. Serialization, `.keras` files,
+mixed precision and sequence lengths of every layer: tests/test_layers.py."""
 
 import math
-import os
-import re
 
 import keras
 import numpy as np
@@ -11,8 +10,7 @@ import pytest
 from keras import ops
 
 from bert_tf import BertEncoder, BertPretrainer
-from bert_tf.modeling import (BertEmbeddings, BertSelfAttention, MaskedLMHead, NextSentenceHead, TransformerBlock,
-                              attention_mask_adder, gelu, gelu_tanh)
+from bert_tf.modeling import TransformerBlock, attention_mask_adder, gelu, gelu_tanh
 from bert_tf.modeling.embeddings import sinusoidal_position_table
 from bert_tf.modeling.losses import masked_lm_loss
 
@@ -253,57 +251,3 @@ def test_dtype_argument_reaches_every_sublayer(tiny_config):
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
     assert {layer.compute_dtype for layer in restored._flatten_layers()
             if isinstance(layer, keras.layers.Dense)} == {"bfloat16"}
-
-
-def _round_trip(layer, call):
-    """Serializes a layer to its Keras config and back, copies the weights, and checks the outputs match."""
-    config = keras.saving.serialize_keras_object(layer)
-    restored = keras.saving.deserialize_keras_object(config)
-    expected = call(layer)
-    call(restored)  # builds
-    restored.set_weights(layer.get_weights())
-    np.testing.assert_allclose(ops.convert_to_numpy(call(restored)), ops.convert_to_numpy(expected), atol=1e-6)
-
-
-def test_layers_serialize_with_their_config():
-    x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
-    ids = np.ones((2, 5), "int32")
-    adder = attention_mask_adder(np.ones((2, 5)))
-    table = np.random.default_rng(1).normal(size=(30, 8)).astype("float32")
-    cases = [
-        (BertEmbeddings(30, 8, 16, 2, dropout_rate=0.0), lambda m: m(ids, ids * 0)),
-        (BertSelfAttention(8, 2, attention_dropout_rate=0.0), lambda m: m(x, adder)),
-        (TransformerBlock(8, 2, 32, dropout_rate=0.0, attention_dropout_rate=0.0, pre_layer_norm=True),
-         lambda m: m(x, adder)),
-        (MaskedLMHead(30, 8, hidden_act="gelu"), lambda m: m(x, ids[:, :2], table)),
-        (NextSentenceHead(8), lambda m: m(x[:, 0])),
-    ]
-    for layer, call in cases:
-        call(layer)
-        config = layer.get_config()
-        assert type(layer).from_config(config).get_config() == config
-        _round_trip(layer, call)
-
-
-@pytest.mark.parametrize("cls", [BertEncoder, BertPretrainer])
-def test_models_round_trip_through_keras_files(cls, tiny_config, tmp_path):
-    model = cls(tiny_config)
-    f = features(tiny_config)
-    inputs = f if cls is BertPretrainer else {k: f[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
-    assert restored.config == tiny_config
-    for key, value in model(inputs).items():
-        if key != "encoder_outputs":
-            np.testing.assert_allclose(ops.convert_to_numpy(restored(inputs)[key]), ops.convert_to_numpy(value),
-                                       atol=1e-6)
-
-
-def test_modeling_is_backend_neutral():
-    """The layers import keras only, so they also run under the JAX backend (bench/ times them there)."""
-    folder = os.path.join(os.path.dirname(__file__), os.pardir, "bert_tf", "modeling")
-    for name in os.listdir(folder):
-        if name.endswith(".py"):
-            source = open(os.path.join(folder, name), encoding="utf-8").read()
-            assert not re.search(r"^\s*(import|from)\s+tensorflow", source, re.M), name
