@@ -30,14 +30,29 @@ ROWS = {
             ["Unknown command line flag 'vocab-size'"]),
         Row("unquoted glob", ["--input_file={corpus}", "{vocab}", "--output_file={out}/vocab.txt"], 2,
             ["unexpected arguments ['{vocab}']", "quote globs"]),
+        Row("empty corpus", ["--input_file={empty}", "--vocab_size=30", "--output_file={out}/vocab.txt"], 2,
+            ["is empty", "--input_file"]),
+        Row("binary corpus", ["--input_file={records}", "--vocab_size=30", "--output_file={out}/vocab.txt"], 2,
+            ["input_file {records} is not UTF-8 text", "NUL byte"]),
     ],
     "create_pretraining_data": [
         Row("vocab file missing", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
                                    "--vocab_file={out}/missing.txt"], 2, ["{out}/missing.txt"]),
+        Row("output is the corpus", ["--input_file={corpus}", "--output_file={corpus}", "--vocab_file={vocab}"], 2,
+            ["output_file '{corpus}' is an input file too", "destroy an input corpus file"]),
+        Row("output is the vocab", ["--input_file={corpus}", "--output_file={vocab}", "--vocab_file={vocab}"], 2,
+            ["output_file '{vocab}' is an input file too", "destroy the vocab file"]),
+        Row("empty corpus", ["--input_file={empty}", "--output_file={out}/train.tfrecord", "--vocab_file={vocab}"], 2,
+            ["gave no training instance", "nothing was written"]),
+        Row("binary corpus", ["--input_file={records}", "--output_file={out}/train.tfrecord", "--vocab_file={vocab}"],
+            2, ["input_file {records} is not UTF-8 text"]),
+        Row("vocab without [MASK]", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
+                                     "--vocab_file={vocab_without_mask}"], 2,
+            ["lacks the special token(s) ['[MASK]']", "bert-vocab"]),
     ],
     "inspect_data": [
         Row("corrupt record file", ["--input_file={corrupt_records}", "--vocab_file={vocab}"], 2,
-            ["corrupted record", "recreate it"]),
+            ["{corrupt_records}", "corrupted record", "recreate it"]),
         Row("text file as records", ["--input_file={corpus}", "--vocab_file={vocab}"], 2,
             ["Is this even a TFRecord", "recreate it"]),
     ],
@@ -62,6 +77,8 @@ def paths(tmp_path_factory):
     root = tmp_path_factory.mktemp("inputs")
     (root / "dir").mkdir()
     (root / "file").write_text("a file, not a folder\n")
+    (root / "empty.txt").write_text("")
+    (root / "vocab_without_mask.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\nlord\n")
     (root / "corpus.txt").write_text("The Lord is my shepherd.\nHe restores my soul.\n\nJesus wept.\n" * 20)
     write_vocab(root / "vocab.txt")
     write_records(root / "records.tfrecord", 4, seq=16, pred=3)
@@ -69,6 +86,7 @@ def paths(tmp_path_factory):
     data[len(data) // 2] ^= 0xFF  # inside a record's payload: its checksum no longer matches
     (root / "corrupt.tfrecord").write_bytes(bytes(data))
     return {"dir": root / "dir", "file": root / "file", "corpus": root / "corpus.txt", "vocab": root / "vocab.txt",
+            "empty": root / "empty.txt", "vocab_without_mask": root / "vocab_without_mask.txt",
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord"}
 
 

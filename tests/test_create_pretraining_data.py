@@ -2,13 +2,17 @@
 
 import os
 import random
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.errors import InputError
 from bert_tf.instances.masking import MaskingRules, StaticMasker
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
@@ -19,7 +23,7 @@ from bert_tf.records.feature_spec import feature_spec
 from bert_tf.records.inspection import structure_problems
 from bert_tf.records.reader import concatenate, read_records
 from bert_tf.records.schema import RecordSchema
-from bert_tf.records.writer import RoundRobinWriter, expand_output_files
+from bert_tf.records.writer import RoundRobinWriter, check_outputs_spare_inputs, expand_output_files
 from bert_tf.text.bible import read_bible_documents
 from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.tokenizer import FullTokenizer
@@ -355,3 +359,78 @@ def test_reader_schema_inference(bible_run):
     assert first["input_ids"].shape == (4, 128) and first["masked_lm_weights"].dtype == np.float32
     explicit = next(read_records(files[:1], RecordSchema.standard("v1", 128, 20), batch_size=4, max_records=4))
     assert all(np.array_equal(first[k], explicit[k]) for k in first)
+
+
+def test_an_output_that_is_an_input_is_refused_by_real_path(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("Jesus wept.\n")
+    (tmp_path / "link.txt").symlink_to(corpus)
+    with pytest.raises(InputError, match=r"output_file '.*link.txt' is an input file too"):
+        check_outputs_spare_inputs([str(tmp_path / "link.txt")], [str(corpus)])
+    with pytest.raises(InputError, match="destroy the vocab file"):
+        check_outputs_spare_inputs([f"{tmp_path}/sub/../corpus.txt"], [str(corpus)], "the vocab file")
+    check_outputs_spare_inputs([str(tmp_path / "train.tfrecord")], [str(corpus)])
+
+
+def test_outputs_appear_complete_or_not_at_all(bible_documents, tokenizer, tmp_path):
+    def failing(documents):
+        yield from documents
+        raise OSError("the disk went away")
+
+    files = [str(tmp_path / f"part-{i}.tfrecord") for i in range(2)]
+    with pytest.raises(OSError, match="disk went away"):
+        create_pretraining_data(failing(bible_documents[:40]), tokenizer, files, InstanceOptions(dupe_factor=1),
+                                num_workers=0, shard_size_mb=0.01, progress=False)
+    assert os.listdir(tmp_path) == []  # neither the outputs nor their partial files
+    with pytest.raises(InputError, match="gave no training instance"):
+        create_pretraining_data(iter([[], ["\x00"]]), tokenizer, files, InstanceOptions(), num_workers=0,
+                                progress=False)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_stop_request_keeps_the_complete_shards(bible_documents, tokenizer, tmp_path):
+    stop = threading.Event()
+
+    def documents():
+        for index, document in enumerate(bible_documents[:60]):
+            if index == 25:
+                stop.set()  # as the SIGTERM handler does, while the third shard is being read
+            yield document
+
+    files = [str(tmp_path / f"part-{i}.tfrecord") for i in range(2)]
+    summary = create_pretraining_data(documents(), tokenizer, files, InstanceOptions(dupe_factor=1), num_workers=0,
+                                      shard_size_mb=0.02, progress=False, stop=stop)
+    assert summary.stopped and 1 <= summary.shards < 5
+    records = concatenate(read_records(files))
+    assert len(records["input_ids"]) == summary.statistics.instances == sum(summary.records_per_file)
+    assert sorted(os.listdir(tmp_path)) == ["part-0.tfrecord", "part-1.tfrecord"]
+
+
+@pytest.mark.slow
+def test_sigterm_stops_at_a_shard_boundary_with_complete_files_and_exit_143(tmp_path, uncased_vocab):
+    output = tmp_path / "train.tfrecord"
+    process = subprocess.Popen(
+        [os.path.join(BIN, "bert-create-pretraining-data"), "--input_format=bible", f"--output_file={output}",
+         f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=1", "--shard_size_mb=0.05",
+         "--noprogress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial = tmp_path / "train.tfrecord.partial"
+    deadline = time.time() + 120
+    while not (partial.exists() and partial.stat().st_size > 0) and time.time() < deadline:
+        time.sleep(0.2)
+    assert partial.exists(), "the run wrote nothing within 120 s"
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 143, stderr[-3000:]
+    assert "stopped on request after" in stdout and os.listdir(tmp_path) == ["train.tfrecord"]
+    records = concatenate(read_records([str(output)]))  # every record reads: no file cut mid-record
+    assert f"wrote {len(records['input_ids'])} records" in stdout and len(records["input_ids"]) > 0
+    # A hard kill leaves the output path untouched (only a partial file).
+    killed = subprocess.Popen(
+        [os.path.join(BIN, "bert-create-pretraining-data"), "--input_format=bible", f"--output_file={tmp_path}/k",
+         f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=0", "--noprogress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not (tmp_path / "k.partial").exists() and time.time() < deadline + 60:
+        time.sleep(0.2)
+    killed.kill()
+    killed.wait()
+    assert not (tmp_path / "k").exists()

@@ -8,6 +8,9 @@ streaming in shards over worker processes. Examples:
   bert-create-pretraining-data --input_format=bible --output_file=data/bible.tfrecord --vocab_file=vocab.txt
 """
 
+import signal
+import threading
+
 from absl import flags
 
 from bert_tf.cli import app, flag_groups
@@ -26,19 +29,27 @@ flags.DEFINE_bool("progress", True, "Show a progress bar (documents, instances) 
 def main(argv):
     del argv
     from bert_tf.instances.pipeline import create_pretraining_data
-    from bert_tf.records.writer import expand_output_files
+    from bert_tf.records.writer import check_outputs_spare_inputs, expand_output_files
     from bert_tf.text.corpus import CorpusCounts
+    from bert_tf.text.file_patterns import expand_file_patterns
     from bert_tf.text.tokenizer import FullTokenizer
 
     options = flag_groups.instance_options()
     output_files = expand_output_files(FLAGS.output_file)
+    if FLAGS.input_format in ("sentences", "text") and FLAGS.input_file:
+        check_outputs_spare_inputs(output_files, expand_file_patterns(FLAGS.input_file), "an input corpus file")
+    check_outputs_spare_inputs(output_files, [FLAGS.vocab_file], "the vocab file")
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     counts = CorpusCounts()
     documents = flag_groups.read_corpus(counts)
+    # SIGTERM (preemption): finish the shard being written, complete the files, exit 143.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     summary = create_pretraining_data(documents, tokenizer, output_files, options, num_workers=FLAGS.num_workers,
                                       shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip,
-                                      counts=counts, progress=FLAGS.progress)
+                                      counts=counts, progress=FLAGS.progress, stop=stop)
     print("\n".join(summary.summary_lines(options.masked_lm_prob)), flush=True)
+    return app.EXIT_PREEMPTED if summary.stopped else app.EXIT_OK
 
 
 def run():

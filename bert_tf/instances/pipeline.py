@@ -17,10 +17,12 @@ import dataclasses
 import gc
 import multiprocessing
 import os
+import signal
 import time
 
 from tqdm import tqdm
 
+from bert_tf.errors import InputError
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.writer import RoundRobinWriter
@@ -46,12 +48,17 @@ class RunSummary:
     records_per_file: list
     seconds: float
     shards: int
+    stopped: bool = False  # `stop` was set: the files hold the shards written until then
 
     def summary_lines(self, masked_lm_prob=None):
         rate = self.statistics.instances / max(self.seconds, 1e-9)
-        return (self.counts.summary_lines() + self.statistics.summary_lines(masked_lm_prob) +
-                [f"wrote {sum(self.records_per_file)} records to {len(self.output_files)} file(s) from "
-                 f"{self.shards} shard(s) in {self.seconds:.1f} s ({rate:,.0f} instances/s)"])
+        lines = (self.counts.summary_lines() + self.statistics.summary_lines(masked_lm_prob) +
+                 [f"wrote {sum(self.records_per_file)} records to {len(self.output_files)} file(s) from "
+                  f"{self.shards} shard(s) in {self.seconds:.1f} s ({rate:,.0f} instances/s)"])
+        if self.stopped:
+            lines.append(f"stopped on request after {self.shards} complete shard(s): the files hold their records "
+                         f"only; run the command again for the whole corpus.")
+        return lines
 
 
 def shard_documents(documents, shard_size_mb):
@@ -72,9 +79,15 @@ def _process(args):
     return process_shard(*args)
 
 
+def _start_worker():
+    # Workers inherit the main process's signal handlers; they must still end when the pool terminates them.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def create_pretraining_data(documents, tokenizer, output_files, options, *, num_workers=None,
                             shard_size_mb=DEFAULT_SHARD_SIZE_MB, names="v1", gzip=False, counts=None,
-                            progress=True):
+                            progress=True, stop=None):
     """Writes the training instances of `documents` to `output_files`; returns a `RunSummary`.
 
     Args:
@@ -87,6 +100,10 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
         names: "v1" (the original's feature names) or "v2" (input_word_ids, input_type_ids).
         gzip: write GZIP-compressed TFRecords.
         counts: a `CorpusCounts` the reader already updates (lines, undecodable bytes); created if None.
+        stop: a `threading.Event` (e.g. set on SIGTERM): once set, no further shard is written, shards in flight
+            are dropped, and the files are completed with the shards written so far (`RunSummary.stopped`).
+
+    Raises an InputError, with nothing written, when the documents give no instance.
 
     Example:
     >>> documents = read_documents("corpus.txt", "sentences", counts)
@@ -108,33 +125,43 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
         # fork: workers need only numpy and this package's numpy code; they never call TensorFlow. gc.freeze keeps
         # the workers' garbage collector off the inherited objects, so their pages stay shared, not copied.
         gc.freeze()
-        pool = multiprocessing.get_context("fork").Pool(num_workers)
+        pool = multiprocessing.get_context("fork").Pool(num_workers, initializer=_start_worker)
     bar = tqdm(desc="documents", unit=" doc", disable=not progress, mininterval=1.0)
-    num_shards = 0
+    written_shards = 0
+    stopped = False
     try:
         with RoundRobinWriter(output_files, gzip=gzip) as writer:
             pending = collections.deque()
 
             def write_result(result):
+                nonlocal written_shards
                 for record in result.records:
                     writer.write(record)
                 statistics.merge(result.statistics)
+                written_shards += 1
                 bar.set_postfix(instances=statistics.instances, refresh=False)
 
             for index, shard_docs in enumerate(shard_documents(documents, shard_size_mb)):
+                if stop is not None and stop.is_set():
+                    break
                 shard = TokenizedShard.from_documents(index, shard_docs, tokenizer, counts)
-                num_shards += 1
                 args = (shard, options, vocab, names)
                 if pool is None:
                     write_result(_process(args))
                 else:
                     pending.append(pool.apply_async(_process, (args,)))
                     # Bounded read-ahead: memory holds at most 2 shards per worker.
-                    while len(pending) >= 2 * num_workers:
+                    while len(pending) >= 2 * num_workers and not (stop is not None and stop.is_set()):
                         write_result(pending.popleft().get())
                 bar.update(len(shard_docs))
-            while pending:
+            while pending and not (stop is not None and stop.is_set()):
                 write_result(pending.popleft().get())
+            stopped = stop is not None and stop.is_set()
+            if not statistics.instances and not stopped:
+                raise InputError(
+                    f"The corpus gave no training instance ({counts.files} input(s), {counts.lines} lines, "
+                    f"{counts.documents} documents with tokens): pass UTF-8 text, one sentence per line and a "
+                    f"blank line between documents (or --input_format=text for raw text); nothing was written.")
             records_per_file = list(writer.records_per_file)
     finally:
         bar.close()
@@ -142,4 +169,5 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
             pool.terminate()
             pool.join()
             gc.unfreeze()
-    return RunSummary(counts, statistics, list(output_files), records_per_file, time.time() - start, num_shards)
+    return RunSummary(counts, statistics, list(output_files), records_per_file, time.time() - start, written_shards,
+                      stopped)

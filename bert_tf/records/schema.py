@@ -5,6 +5,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError
 from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.checked_reading import first_record
 from bert_tf.records.compression import detect_compression
@@ -69,7 +70,7 @@ class RecordSchema:
         required = tuple(name for name, _, _ in spec_lib.V1_FEATURES) if required is None else required
         missing = [self.record_name(n) for n in required if n not in held]
         if missing:
-            raise ValueError(f"The records of {self.path} lack {missing} (they hold "
+            raise InputError(f"The records of {self.path} lack {missing} (they hold "
                              f"{sorted(self.record_name(n) for n in held)}): write them with "
                              f"bert-create-pretraining-data, or mask unmasked records on the fly (dynamic masking).")
         wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
@@ -79,7 +80,7 @@ class RecordSchema:
             found, expected = held[v1_name], wanted[kind]
             if found != expected and not (shorter_sequences and kind == "seq" and found < expected):
                 flag = _FLAG_OF_KIND[kind]
-                raise ValueError(f"Records in {self.path} do not match {flag}={expected}: feature "
+                raise InputError(f"Records in {self.path} do not match {flag}={expected}: feature "
                                  f"{self.record_name(v1_name)} has shape [{found}], expected [{expected}]. Pass the "
                                  f"{flag} the records were written with ({found}) or write them again.")
 

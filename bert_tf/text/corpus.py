@@ -16,6 +16,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError
 from bert_tf.text.file_patterns import expand_file_patterns
 from bert_tf.text.sentences import split_sentences
 
@@ -49,6 +50,10 @@ class CorpusCounts:
                 f"{self.one_sentence_documents} one-sentence documents kept"]
 
 
+# Bytes at the start of each corpus file checked for NUL (a binary file has one within a few bytes).
+_BINARY_CHECK_BYTES = 1 << 16
+
+
 def _open_binary(path):
     return tf.io.gfile.GFile(path, "rb") if "://" in path else open(path, "rb")
 
@@ -62,13 +67,26 @@ def decode(data, counts):
         return data.decode("utf-8", "ignore")
 
 
+def check_not_binary(path, head):
+    """Raises an InputError when the first bytes of a corpus file hold a NUL byte, which text never does: the file
+    is binary (compressed, TFRecords, an image) or UTF-16, and would be read as garbage."""
+    position = head.find(b"\x00")
+    if position >= 0:
+        raise InputError(f"input_file {path} is not UTF-8 text (a NUL byte at offset {position}): it looks binary "
+                         f"(compressed, TFRecords, ...) or UTF-16; decompress or convert it to UTF-8 text first.")
+
+
 def read_sentence_documents(files, counts):
     """Documents of files in the original format (one sentence per line, blank line between documents)."""
     document = []
     for path in files:
         counts.files += 1
         with _open_binary(path) as f:
+            checked = 0
             for raw in f:
+                if checked < _BINARY_CHECK_BYTES:
+                    check_not_binary(path, raw)
+                    checked += len(raw)
                 counts.lines += 1
                 line = decode(raw, counts).strip()
                 if not line:
@@ -85,6 +103,7 @@ def read_text_documents(files, counts):
         counts.files += 1
         with _open_binary(path) as f:
             data = f.read()
+        check_not_binary(path, data[:_BINARY_CHECK_BYTES])
         counts.lines += data.count(b"\n") + 1
         yield split_sentences(decode(data, counts))
 

@@ -1,9 +1,11 @@
 """Learning a WordPiece vocab from text (bert-vocab) and writing vocab files; `Vocabulary` reads them."""
 
+import itertools
 import os
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
 
@@ -44,8 +46,13 @@ def learn_vocab(sentences, vocab_size, do_lower_case=True, batch_size=1024):
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
                          f"use a few thousand (the original English vocab has 30522).")
-    normalized = (normalize(s, do_lower_case) for s in sentences)
-    dataset = tf.data.Dataset.from_generator(lambda: normalized, output_signature=tf.TensorSpec([], tf.string))
+    normalized = (text for text in (normalize(s, do_lower_case) for s in sentences) if text.strip())
+    first = next(normalized, None)
+    if first is None:  # the learner would end in a StopIteration
+        raise InputError("The text to learn a vocab from is empty (no sentence with a character to keep): pass "
+                         "UTF-8 text files with --input_file.")
+    texts = itertools.chain([first], normalized)
+    dataset = tf.data.Dataset.from_generator(lambda: texts, output_signature=tf.TensorSpec([], tf.string))
     learned = bert_vocab.bert_vocab_from_dataset(
         dataset.batch(batch_size), vocab_size=vocab_size, reserved_tokens=list(SPECIAL_TOKENS),
         # The text is already normalized; the learner only splits it on whitespace and punctuation.
