@@ -29,13 +29,13 @@ class DynamicMasker:
         do_whole_word_mask: mask whole words ("##" pieces with the piece before them).
 
     Example:
-    >>> masker = DynamicMasker("vocab.txt", masked_lm_prob=0.15)
-    >>> features = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types,
-    ...             "next_sentence_labels": labels}                      # int32 [B, T], [B, 1]
-    >>> out = masker.mask_batch(features, max_predictions_per_seq=20, seed=tf.constant([1, 0], tf.int64))
-    >>> sorted(out)
-    ['input_mask', 'input_type_ids', 'input_word_ids', 'masked_lm_ids', 'masked_lm_positions',
-     'masked_lm_weights', 'next_sentence_labels']
+    >>> masker = DynamicMasker(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"], masked_lm_prob=0.15)
+    >>> ids = tf.constant([[2, 5, 6, 5, 3, 6, 3, 0]])
+    >>> features = {"input_word_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
+    ...             "input_type_ids": tf.zeros_like(ids), "next_sentence_labels": tf.constant([[0]])}
+    >>> out = masker.mask_batch(features, max_predictions_per_seq=2, seed=tf.constant([1, 0], tf.int64))
+    >>> out["masked_lm_weights"].numpy().tolist()  # round(7 * 0.15) = 1 prediction
+    [[1.0, 0.0]]
     """
 
     def __init__(self, vocab, masked_lm_prob=0.15, do_whole_word_mask=False):
@@ -101,8 +101,8 @@ class DynamicMasker:
         resumed run draws the masks it would have drawn).
 
         Example:
-        >>> batches = tf.data.Dataset.from_tensor_slices(features).batch(32, drop_remainder=True).repeat()
-        >>> masked = masker.mask_batches(batches, max_predictions_per_seq=20, seed=1)
+        >>> batches = tf.data.Dataset.from_tensor_slices(features).batch(32, drop_remainder=True)  # doctest: +SKIP
+        >>> masked = masker.mask_batches(batches, max_predictions_per_seq=20, seed=1)  # doctest: +SKIP
         """
         seed = tf.constant(seed, tf.int64)
 

@@ -63,9 +63,9 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
             a new draw each epoch.
 
     Example:
-    >>> ds = pretraining_dataset("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1)
-    >>> batch = next(iter(ds))
-    >>> batch["input_word_ids"].shape, batch["masked_lm_weights"].dtype
+    >>> ds = pretraining_dataset("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1)  # doctest: +SKIP
+    >>> batch = next(iter(ds))  # doctest: +SKIP
+    >>> batch["input_word_ids"].shape, batch["masked_lm_weights"].dtype  # doctest: +SKIP
     (TensorShape([32, 128]), tf.float32)
     """
     for arg, value in (("max_seq_length", max_seq_length), ("max_predictions_per_seq", max_predictions_per_seq),

@@ -37,8 +37,8 @@ class RunSummary:
     """What a run produced: corpus counts, instance statistics, records per output file, wall time.
 
     Example:
-    >>> summary = create_pretraining_data(documents, tokenizer, ["train.tfrecord"], InstanceOptions())
-    >>> summary.statistics.instances == sum(summary.records_per_file)
+    >>> summary = create_pretraining_data(documents, tokenizer, ["train.tfrecord"], InstanceOptions())  # doctest: +SKIP
+    >>> summary.statistics.instances == sum(summary.records_per_file)  # doctest: +SKIP
     True
     """
 
@@ -106,10 +106,10 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
     Raises an InputError, with nothing written, when the documents give no instance.
 
     Example:
-    >>> documents = read_documents("corpus.txt", "sentences", counts)
-    >>> summary = create_pretraining_data(documents, FullTokenizer("vocab.txt"), ["train.tfrecord"],
+    >>> documents = read_documents("corpus.txt", "sentences", counts)  # doctest: +SKIP
+    >>> summary = create_pretraining_data(documents, FullTokenizer("vocab.txt"), ["train.tfrecord"],  # doctest: +SKIP
     ...                                   InstanceOptions(dupe_factor=5), num_workers=2, counts=counts)
-    >>> print("\\n".join(summary.summary_lines()))
+    >>> print("\\n".join(summary.summary_lines()))  # doctest: +SKIP
     """
     if shard_size_mb <= 0:
         raise ValueError(f"shard_size_mb={shard_size_mb} must be positive (0.5 is a good size).")

@@ -27,8 +27,9 @@ class TokenizedShard:
     sentence s has tokens token_ids[sentence_splits[s]:sentence_splits[s + 1]].
 
     Example:
-    >>> shard = TokenizedShard.from_documents(0, [["Jesus wept."], ["Amen.", "Selah."]], tokenizer, CorpusCounts())
-    >>> shard.sentence_splits.tolist(), shard.document_splits.tolist()
+    >>> documents = [["Jesus wept."], ["Amen.", "Selah."]]  # doctest: +SKIP
+    >>> shard = TokenizedShard.from_documents(0, documents, tokenizer, CorpusCounts())  # doctest: +SKIP
+    >>> shard.sentence_splits.tolist(), shard.document_splits.tolist()  # doctest: +SKIP
     ([0, 3, 6, 9], [0, 1, 3])
     """
 
@@ -69,8 +70,8 @@ class ShardResult:
     """What `process_shard` sends back to the writer.
 
     Example:
-    >>> result = process_shard(shard, InstanceOptions(), vocab)
-    >>> len(result.records) == result.statistics.instances
+    >>> result = process_shard(shard, InstanceOptions(), vocab)  # doctest: +SKIP
+    >>> len(result.records) == result.statistics.instances  # doctest: +SKIP
     True
     """
 

@@ -16,8 +16,9 @@ class InstanceStatistics:
 
     Example:
     >>> stats = InstanceStatistics(max_seq_length=128, max_predictions_per_seq=20)
-    >>> stats.add(lengths, input_ids, positions, labels, counts, next_sentence_labels, None, mask_id=103)
-    >>> print("\\n".join(stats.summary_lines()))
+    >>> stats.add(lengths, input_ids, positions, labels, counts, next_sentence_labels, None,
+    ...           mask_id=103)  # doctest: +SKIP
+    >>> print("\\n".join(stats.summary_lines()))  # doctest: +SKIP
     """
 
     max_seq_length: int

@@ -104,6 +104,7 @@ class ExampleEncoder:
         feature_kinds: (name, is_float) pairs.
 
     Example:
+    >>> import tensorflow as tf
     >>> encoder = ExampleEncoder([("input_ids", False), ("masked_lm_weights", True)])
     >>> records = encoder.encode({"input_ids": np.array([[101, 7592, 102]]),
     ...                           "masked_lm_weights": np.array([[1.0, 0.0]])})

@@ -10,7 +10,7 @@ def describe_instance(record, vocab):
     """One record as text: [CLS] A [SEP] B [SEP] with each predicted position shown as {shown|label}.
 
     Example:
-    >>> print(describe_instance(record, vocab))
+    >>> print(describe_instance(record, vocab))  # doctest: +SKIP
     next_sentence_label: 1 (random next), length 12, 2 predictions
     [CLS] in the {[MASK]|beginning} god created [SEP] and the {dog|earth} was [SEP]
     """

@@ -79,7 +79,7 @@ def normalize(text, do_lower_case=True):
 
     Example:
     >>> normalize("Café\\u00a0Straße\\x00s 中文")
-    'cafe strasses  中  文 '
+    'cafe straßes  中  文 '
     """
     if text.isascii():
         text = _ASCII_CONTROL.sub("", text).translate(_ASCII_WHITESPACE)

@@ -28,12 +28,12 @@ class FullTokenizer:
         do_lower_case: lower-case and strip accents (uncased models), as the original flag.
 
     Example:
-    >>> tokenizer = FullTokenizer("vocab.txt", do_lower_case=True)
-    >>> tokenizer.tokenize("Unaffable, Jim!")
-    ['una', '##ffa', '##ble', ',', 'jim', '!']
-    >>> ids, row_splits = tokenizer.tokenize_to_ids(["Hello world.", "Hi"])
+    >>> tokenizer = FullTokenizer(["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "un", "runn", "##ing", ","])
+    >>> tokenizer.tokenize("UNwant\u00e9d,running")
+    ['un', '##want', '##ed', ',', 'runn', '##ing']
+    >>> ids, row_splits = tokenizer.tokenize_to_ids(["unwanted", "running x"])
     >>> ids.tolist(), row_splits.tolist()
-    ([7592, 2088, 1012, 7632], [0, 3, 4])
+    ([6, 4, 5, 7, 8, 0], [0, 3, 6])
     """
 
     def __init__(self, vocab, do_lower_case=True):
