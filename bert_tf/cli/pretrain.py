@@ -56,7 +56,7 @@ def recipe_from_flags(flag_values=FLAGS):
     Raises `RecipeError` naming the flag or field that is wrong.
 
     Example:
-    >>> FLAGS(["bert-pretrain", "--config=demo_cpu", "--model_dir=runs/x", "--optimizer=lamb"])
+    >>> rest = FLAGS(["bert-pretrain", "--config=demo_cpu", "--model_dir=runs/x", "--optimizer=lamb"])
     >>> recipe_from_flags().optimizer.name
     'lamb'
     """

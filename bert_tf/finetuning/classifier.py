@@ -21,10 +21,10 @@ class BertClassifier(keras.Model):
         initializer_range: stddev of the output layer's truncated-normal initializer.
 
     Example:
-    >>> model = BertClassifier(bert_tf.load_encoder("model_dir"), num_classes=2)
-    >>> model.compile(optimizer=create_finetuning_optimizer(2e-5, num_train_steps=1000),
+    >>> model = BertClassifier(bert_tf.load_encoder("model_dir"), num_classes=2)  # doctest: +SKIP
+    >>> model.compile(optimizer=create_finetuning_optimizer(2e-5, num_train_steps=1000),  # doctest: +SKIP
     ...               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    >>> model.fit(features, labels, epochs=3)   # features: dict of input_word_ids, input_mask, input_type_ids
+    >>> model.fit(features, labels, epochs=3)   # features: dict of input_word_ids, input_mask, input_type_ids  # doctest: +SKIP
     """
 
     def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02, name="classifier", **kwargs):

@@ -30,8 +30,8 @@ def read_table(path, text_column, label_column, text_b_column=None):
     TSV is read as the original run_classifier read it (tab-separated, no quoting); CSV with standard quoting.
 
     Example:
-    >>> data = read_table("train.tsv", text_column="sentence", label_column="label")
-    >>> len(data), data.texts_a[0], data.labels[0]
+    >>> data = read_table("train.tsv", text_column="sentence", label_column="label")  # doctest: +SKIP
+    >>> len(data), data.texts_a[0], data.labels[0]  # doctest: +SKIP
     (67349, 'hide new secretions from the parental units ', '0')
     """
     if not os.path.exists(path):
@@ -70,7 +70,7 @@ def read_tfds(name, data_dir, split, text_column, label_column, text_b_column=No
     A `ClassLabel` label feature gives its names; other labels are turned into strings.
 
     Example:
-    >>> data = read_tfds("glue/sst2", "/data/tfds", "validation", text_column="sentence", label_column="label")
+    >>> data = read_tfds("glue/sst2", "/data/tfds", "validation", text_column="sentence", label_column="label")  # doctest: +SKIP
     """
     import tensorflow_datasets as tfds
 

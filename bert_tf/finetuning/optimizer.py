@@ -24,7 +24,7 @@ def create_finetuning_optimizer(learning_rate, num_train_steps, num_warmup_steps
 
     Example:
     >>> optimizer = create_finetuning_optimizer(2e-5, num_train_steps=1000)   # 100 warmup steps
-    >>> model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # doctest: +SKIP
     """
     if num_warmup_steps is None:
         num_warmup_steps = int(0.1 * num_train_steps)

@@ -23,7 +23,7 @@ class FinetuningResult:
     """What a run gave: per-epoch dev metrics, the best epoch, the majority-class baseline, the written paths.
 
     Example:
-    >>> result.epochs[0], result.best_epoch, result.majority_baseline
+    >>> result.epochs[0], result.best_epoch, result.majority_baseline  # doctest: +SKIP
     ({'accuracy': 0.834, 'f1': 0.817, 'epoch': 1}, 3, 0.5)
     """
 
@@ -50,9 +50,9 @@ class DevEvaluation(keras.callbacks.Callback):
     disk as `best.keras`.
 
     Example:
-    >>> evaluation = DevEvaluation(dev_features, dev_labels, num_classes=2, batch_size=64, best_path="best.keras")
-    >>> model.fit(train_features, train_labels, epochs=3, callbacks=[evaluation])
-    >>> model.set_weights(evaluation.best_weights)
+    >>> evaluation = DevEvaluation(dev_features, dev_labels, num_classes=2, batch_size=64, best_path="best.keras")  # doctest: +SKIP
+    >>> model.fit(train_features, train_labels, epochs=3, callbacks=[evaluation])  # doctest: +SKIP
+    >>> model.set_weights(evaluation.best_weights)  # doctest: +SKIP
     """
 
     def __init__(self, features, labels, num_classes, batch_size, best_path, after_progress_bar=False):
@@ -94,9 +94,9 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
     `classifier/<version>` (ids -> probabilities) and `preprocessing/<version>` (text -> ids).
 
     Example:
-    >>> result = finetune_classifier(bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train, dev,
+    >>> result = finetune_classifier(bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train, dev,  # doctest: +SKIP
     ...                              "finetuned", max_seq_length=64, num_train_epochs=2)
-    >>> result.best_accuracy
+    >>> result.best_accuracy  # doctest: +SKIP
     0.91
     """
     from bert_tf.serving import CLASSIFIER, PREPROCESSING, export_classifier, export_preprocessing, version_dir

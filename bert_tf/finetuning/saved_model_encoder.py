@@ -21,8 +21,8 @@ class SavedModelEncoder(keras.layers.TFSMLayer):
         trainable: whether `fit` updates the encoder's weights.
 
     Example:
-    >>> encoder = SavedModelEncoder("exported/encoder/1")
-    >>> model = BertClassifier(encoder, num_classes=2)   # then compile + fit as usual
+    >>> encoder = SavedModelEncoder("exported/encoder/1")  # doctest: +SKIP
+    >>> model = BertClassifier(encoder, num_classes=2)   # then compile + fit as usual  # doctest: +SKIP
     """
 
     def __init__(self, filepath, trainable=True, **kwargs):

@@ -19,11 +19,11 @@ class BertSpanQA(keras.Model):
         initializer_range: stddev of the output layer's truncated-normal initializer.
 
     Example:
-    >>> model = BertSpanQA(bert_tf.load_encoder("model_dir"))
+    >>> model = BertSpanQA(bert_tf.load_encoder("model_dir"))  # doctest: +SKIP
     >>> xent = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    >>> model.compile(optimizer="adam", loss={"start_logits": xent, "end_logits": xent},
+    >>> model.compile(optimizer="adam", loss={"start_logits": xent, "end_logits": xent},  # doctest: +SKIP
     ...               loss_weights={"start_logits": 0.5, "end_logits": 0.5})
-    >>> model.fit(features, {"start_logits": start_positions, "end_logits": end_positions})
+    >>> model.fit(features, {"start_logits": start_positions, "end_logits": end_positions})  # doctest: +SKIP
     """
 
     def __init__(self, encoder, initializer_range=0.02, name="span_qa", **kwargs):

@@ -19,9 +19,9 @@ class BertTokenClassifier(keras.Model):
         initializer_range: stddev of the output layer's truncated-normal initializer.
 
     Example:
-    >>> model = BertTokenClassifier(bert_tf.load_encoder("model_dir"), num_classes=9)
-    >>> model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    >>> model.fit(features, tags, sample_weight=features["input_mask"], epochs=3)
+    >>> model = BertTokenClassifier(bert_tf.load_encoder("model_dir"), num_classes=9)  # doctest: +SKIP
+    >>> model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # doctest: +SKIP
+    >>> model.fit(features, tags, sample_weight=features["input_mask"], epochs=3)  # doctest: +SKIP
     """
 
     def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02, name="token_classifier",

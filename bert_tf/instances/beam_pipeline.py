@@ -80,7 +80,7 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
     """Adds the read -> shard -> instances -> TFRecord steps to `pipeline`; returns the write step's result.
 
     Example:
-    >>> with beam.Pipeline() as pipeline:
+    >>> with beam.Pipeline() as pipeline:  # doctest: +SKIP
     ...     build_pipeline(pipeline, "corpus/*.txt", "out/train", "vocab.txt", InstanceOptions(dupe_factor=5))
     """
     if input_format not in INPUT_FORMATS:

@@ -70,7 +70,7 @@ def instances_from_document(documents, document_index, sentence_starts, max_num_
     >>> import random
     >>> documents = [(0, 3), (3, 5)]          # sentences 0-2 and 3-4
     >>> sentence_starts = [0, 4, 9, 12, 15, 20]
-    >>> spans = instances_from_document(documents, 0, sentence_starts, 125, 0.1, random.Random(1))
+    >>> spans = instances_from_document(documents, 0, sentence_starts, 125, 0.1, random.Random(1))  # doctest: +SKIP
     """
     first, stop = documents[document_index]
     target_seq_length = max_num_tokens

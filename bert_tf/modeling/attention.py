@@ -37,7 +37,7 @@ class BertSelfAttention(keras.layers.Layer):
     Example:
     >>> attention = BertSelfAttention(hidden_size=8, num_attention_heads=2)
     >>> x = ops.ones((2, 5, 8))
-    >>> attention(x, attention_mask_adder(ops.ones((2, 5)))).shape
+    >>> tuple(attention(x, attention_mask_adder(ops.ones((2, 5)))).shape)
     (2, 5, 8)
     """
 

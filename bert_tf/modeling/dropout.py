@@ -26,7 +26,7 @@ def dropout_stream(index, count):
     Example:
     >>> layer = BertDropout(0.5, seed=1)
     >>> with dropout_stream(1, 2):
-    ...     layer(ops.ones((2, 4)), training=True).shape
+    ...     tuple(layer(ops.ones((2, 4)), training=True).shape)
     (2, 4)
     """
     previous = getattr(_STREAM, "value", None)
@@ -46,7 +46,7 @@ class BertDropout(keras.layers.Dropout):
 
     Example:
     >>> layer = BertDropout(0.1)
-    >>> layer(ops.ones((2, 8)), training=False).shape
+    >>> tuple(layer(ops.ones((2, 8)), training=False).shape)
     (2, 8)
     """
 

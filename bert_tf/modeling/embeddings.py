@@ -33,7 +33,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     Example:
     >>> layer = BertEmbeddings(vocab_size=30, hidden_size=8, max_position_embeddings=16, type_vocab_size=2)
-    >>> layer(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32")).shape
+    >>> tuple(layer(ops.ones((2, 5), "int32"), ops.zeros((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 

@@ -41,7 +41,7 @@ class BertEncoder(keras.Model):
     >>> encoder = BertEncoder(BertConfig.preset("tiny", vocab_size=100))
     >>> ids = ops.ones((2, 8), "int32")
     >>> out = encoder({"input_word_ids": ids, "input_mask": ids, "input_type_ids": ops.zeros_like(ids)})
-    >>> out["sequence_output"].shape, out["pooled_output"].shape, len(out["encoder_outputs"])
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape), len(out["encoder_outputs"])
     ((2, 8, 128), (2, 128), 2)
     """
 

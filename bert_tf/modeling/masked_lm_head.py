@@ -33,7 +33,7 @@ class MaskedLMHead(keras.layers.Layer):
     Example:
     >>> head = MaskedLMHead(vocab_size=30, hidden_size=8)
     >>> table = keras.random.normal((30, 8))
-    >>> head(ops.ones((2, 5, 8)), ops.zeros((2, 3), "int32"), table).shape
+    >>> tuple(head(ops.ones((2, 5, 8)), ops.zeros((2, 3), "int32"), table).shape)
     (2, 3, 30)
     """
 

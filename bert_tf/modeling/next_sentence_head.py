@@ -14,7 +14,7 @@ class NextSentenceHead(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal initializer.
 
     Example:
-    >>> NextSentenceHead(hidden_size=8)(ops.ones((4, 8))).shape
+    >>> tuple(NextSentenceHead(hidden_size=8)(ops.ones((4, 8))).shape)
     (4, 2)
     """
 

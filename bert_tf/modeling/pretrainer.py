@@ -27,7 +27,7 @@ class BertPretrainer(keras.Model):
     >>> ids = keras.ops.ones((2, 8), "int32")
     >>> out = model({"input_word_ids": ids, "input_mask": ids, "input_type_ids": ids * 0,
     ...              "masked_lm_positions": keras.ops.ones((2, 3), "int32")})
-    >>> out["mlm_logits"].shape, out["nsp_logits"].shape
+    >>> tuple(out["mlm_logits"].shape), tuple(out["nsp_logits"].shape)
     ((2, 3, 100), (2, 2))
     """
 

@@ -28,7 +28,7 @@ class TransformerBlock(keras.layers.Layer):
 
     Example:
     >>> block = TransformerBlock(hidden_size=8, num_attention_heads=2, intermediate_size=32)
-    >>> block(ops.ones((2, 5, 8)), ops.zeros((2, 1, 1, 5))).shape
+    >>> tuple(block(ops.ones((2, 5, 8)), ops.zeros((2, 1, 1, 5))).shape)
     (2, 5, 8)
     """
 

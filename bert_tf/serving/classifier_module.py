@@ -21,8 +21,8 @@ class ClassifierModule(TaskModule):
         labels_file: the label names, one per line, line i = class i.
 
     Example:
-    >>> module = ClassifierModule(classifier, "labels.txt")
-    >>> tf.saved_model.save(module, "classifier/1", signatures=module.signature_functions())
+    >>> module = ClassifierModule(classifier, "labels.txt")  # doctest: +SKIP
+    >>> tf.saved_model.save(module, "classifier/1", signatures=module.signature_functions())  # doctest: +SKIP
     """
 
     @staticmethod

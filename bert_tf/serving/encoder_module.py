@@ -39,8 +39,8 @@ class EncoderModule(tf.__internal__.tracking.AutoTrackable):
         masked_lm: the pre-trainer's `MaskedLMHead`, for the `mlm` signature (None: no `mlm`).
 
     Example:
-    >>> module = EncoderModule(pretrainer.encoder, "vocab.txt", "bert_config.json", True)
-    >>> tf.saved_model.save(module, "encoder/1", signatures=module.signature_functions())
+    >>> module = EncoderModule(pretrainer.encoder, "vocab.txt", "bert_config.json", True)  # doctest: +SKIP
+    >>> tf.saved_model.save(module, "encoder/1", signatures=module.signature_functions())  # doctest: +SKIP
     """
 
     def __init__(self, encoder, vocab_file, config_file, do_lower_case, masked_lm=None):

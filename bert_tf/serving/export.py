@@ -40,7 +40,7 @@ def export_encoder(pretrainer, export_dir, vocab_file, do_lower_case=True, with_
     """Writes the encoder SavedModel (see `EncoderModule`); `with_mlm` adds the `mlm` signature.
 
     Example:
-    >>> export_encoder(bert_tf.load_pretrainer("model_dir"), "exported/encoder/1", "model_dir/vocab.txt")
+    >>> export_encoder(bert_tf.load_pretrainer("model_dir"), "exported/encoder/1", "model_dir/vocab.txt")  # doctest: +SKIP
     """
     with tempfile.TemporaryDirectory() as scratch:
         # Assets are copied from files at save time, so the config gets a file of its own.
@@ -55,7 +55,7 @@ def export_preprocessing(export_dir, vocab_file, do_lower_case=True, seq_length=
     """Writes the tensorflow-text preprocessing SavedModel (see `PreprocessingModule`).
 
     Example:
-    >>> export_preprocessing("exported/preprocessing/1", "vocab.txt", do_lower_case=True, seq_length=128)
+    >>> export_preprocessing("exported/preprocessing/1", "vocab.txt", do_lower_case=True, seq_length=128)  # doctest: +SKIP
     """
     # Imported here: tensorflow-text is only needed by this model.
     from bert_tf.serving.preprocessing_module import PreprocessingModule
@@ -68,8 +68,8 @@ def export_classifier(model, export_dir, labels):
     with the label names as the asset `labels.txt` (see `ClassifierModule`).
 
     Example:
-    >>> export_classifier(classifier, "finetuned/classifier/1", labels=["negative", "positive"])
-    >>> export_classifier(tagger, "finetuned/token_classifier/1", labels=["O", "B-PER", "I-PER"])
+    >>> export_classifier(classifier, "finetuned/classifier/1", labels=["negative", "positive"])  # doctest: +SKIP
+    >>> export_classifier(tagger, "finetuned/token_classifier/1", labels=["O", "B-PER", "I-PER"])  # doctest: +SKIP
     """
     with tempfile.TemporaryDirectory() as scratch:
         labels_file = os.path.join(scratch, "labels.txt")
@@ -83,7 +83,7 @@ def export_span_qa(model, export_dir):
     (see `SpanQAModule`).
 
     Example:
-    >>> export_span_qa(span_qa, "finetuned/span_qa/1")
+    >>> export_span_qa(span_qa, "finetuned/span_qa/1")  # doctest: +SKIP
     """
     return _save(SpanQAModule(model), export_dir)
 
@@ -104,7 +104,7 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
     `encoder_mlm` and `preprocessing`, each under `<output_dir>/<name>/<version>`. Returns {name: path}.
 
     Example:
-    >>> export_model_dir("runs/demo", "exported")
+    >>> export_model_dir("runs/demo", "exported")  # doctest: +SKIP
     {'encoder': 'exported/encoder/1', 'encoder_mlm': 'exported/encoder_mlm/1', 'preprocessing': ...}
     """
     for name in (ENCODER, ENCODER_MLM, PREPROCESSING):

@@ -31,9 +31,9 @@ def non_core_ops(export_dir, tags=("serve",)):
     TF Serving can load.
 
     Example:
-    >>> non_core_ops("exported/encoder/1")
+    >>> non_core_ops("exported/encoder/1")  # doctest: +SKIP
     []
-    >>> non_core_ops("exported/preprocessing/1")
+    >>> non_core_ops("exported/preprocessing/1")  # doctest: +SKIP
     ['NormalizeUTF8', 'RegexSplitWithOffsets', 'WordpieceTokenizeWithOffsets']
     """
     return sorted(op for op in saved_model_ops(export_dir, tags) if not hasattr(tf.raw_ops, op))

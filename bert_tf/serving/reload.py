@@ -24,7 +24,7 @@ def load_encoder_from_saved_model(export_dir):
     Returns (encoder, vocab_file, do_lower_case); vocab_file lies inside `export_dir/assets`.
 
     Example:
-    >>> encoder, vocab_file, do_lower_case = load_encoder_from_saved_model("exported/encoder/1")
+    >>> encoder, vocab_file, do_lower_case = load_encoder_from_saved_model("exported/encoder/1")  # doctest: +SKIP
     """
     config = BertConfig.from_json_file(saved_model_asset(export_dir, "bert_config.json"))
     vocab_file = saved_model_asset(export_dir, "vocab.txt")

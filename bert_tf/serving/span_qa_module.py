@@ -17,8 +17,8 @@ class SpanQAModule(TaskModule):
         model: a `BertSpanQA` (its `encoder` must be a `BertEncoder`, for the input checks).
 
     Example:
-    >>> module = SpanQAModule(span_qa)
-    >>> tf.saved_model.save(module, "span_qa/1", signatures=module.signature_functions())
+    >>> module = SpanQAModule(span_qa)  # doctest: +SKIP
+    >>> tf.saved_model.save(module, "span_qa/1", signatures=module.signature_functions())  # doctest: +SKIP
     """
 
     def __init__(self, model):

@@ -19,8 +19,8 @@ class TaskModule(tf.__internal__.tracking.AutoTrackable):
             a model without labels.
 
     Example:
-    >>> module = SpanQAModule(span_qa)   # a subclass: TaskModule itself has no serving_outputs
-    >>> tf.saved_model.save(module, "span_qa/1", signatures=module.signature_functions())
+    >>> module = SpanQAModule(span_qa)   # a subclass: TaskModule itself has no serving_outputs  # doctest: +SKIP
+    >>> tf.saved_model.save(module, "span_qa/1", signatures=module.signature_functions())  # doctest: +SKIP
     """
 
     def __init__(self, model, labels_file=None):

@@ -27,7 +27,7 @@ class Lamb(WeightDecayOptimizer):
         **kwargs: see `WeightDecayOptimizer`.
 
     Example:
-    >>> optimizer = Lamb(learning_rate=WarmupPolynomialDecay(6e-3, 7038, 2000), global_clipnorm=1.0)
+    >>> optimizer = Lamb(learning_rate=WarmupPolynomialDecay(6e-3, 7038, 2000), global_clipnorm=1.0)  # doctest: +SKIP
     """
 
     def __init__(self, learning_rate=1e-3, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,

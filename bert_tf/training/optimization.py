@@ -15,9 +15,9 @@ def create_optimizer(recipe):
     them first), so use it with `Trainer`; for `model.fit`, build `AdamWeightDecay` directly.
 
     Example:
-    >>> with strategy.scope():
+    >>> with strategy.scope():  # doctest: +SKIP
     ...     optimizer = create_optimizer(load_recipe("bert_base_paper"))
-    >>> float(optimizer.learning_rate)  # step 0 of the warmup
+    >>> float(optimizer.learning_rate)  # step 0 of the warmup  # doctest: +SKIP
     0.0
     """
     spec = recipe.optimizer

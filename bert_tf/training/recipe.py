@@ -90,7 +90,8 @@ class Recipe:
     >>> recipe = load_recipe("bert_base_paper")
     >>> recipe.train_batch_size, recipe.num_train_steps, [p.max_seq_length for p in recipe.phases]
     (256, 1000000, [128, 512])
-    >>> recipe = recipe.with_overrides(num_train_steps=1000, input_file=["a/*.tfrecord", "b/*.tfrecord"])
+    >>> recipe = recipe.with_overrides(num_train_steps=1000, num_warmup_steps=10,
+    ...                             input_file=["a/*.tfrecord", "b/*.tfrecord"])
     >>> [p.num_steps for p in recipe.phases]
     [900, 100]
     """

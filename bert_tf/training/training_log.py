@@ -28,8 +28,8 @@ class TrainingLog:
         num_train_steps: the run's last step, for the progress and ETA.
 
     Example:
-    >>> log = TrainingLog(model_dir, is_chief=True, resume_step=0, num_train_steps=1000)
-    >>> log.record(100, "seq128", {"loss": 7.1, ...}, steps=100, seconds=12.0, sequences=3200,
+    >>> log = TrainingLog(model_dir, is_chief=True, resume_step=0, num_train_steps=1000)  # doctest: +SKIP
+    >>> log.record(100, "seq128", {"loss": 7.1, ...}, steps=100, seconds=12.0, sequences=3200,  # doctest: +SKIP
     ...            model_flops=2.2e14, peak_flops=4e11)
     """
 
@@ -101,7 +101,7 @@ def read_eval_results(model_dir):
     """The metrics of `eval_results.txt` in `model_dir` (`record_eval`'s `name = value` lines) as floats.
 
     Example:
-    >>> read_eval_results("runs/demo")["masked_lm_accuracy"]
+    >>> read_eval_results("runs/demo")["masked_lm_accuracy"]  # doctest: +SKIP
     0.1613
     """
     with tf.io.gfile.GFile(os.path.join(model_dir, EVAL_RESULTS_FILE), "r") as f:
