@@ -23,5 +23,4 @@ _EXPORTS = {
     "BertSpanQA": "bert_tf.finetuning.span_qa",
     "BertTokenClassifier": "bert_tf.finetuning.token_classifier",
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -5,16 +5,17 @@ import sys
 
 
 def lazy_exports(package, exports):
-    """The `__getattr__` and `__dir__` of a package whose public names (name -> defining module) load on first use.
+    """The `__all__`, `__getattr__` and `__dir__` of a package whose public names (name -> defining module) load on
+    first use.
 
     A package's `__init__.py` that imports its modules eagerly makes `import package.light_module` pay for every
     heavy module beside it (TensorFlow, for most of bert_tf); with this, only the module a name comes from is
     imported, when the name is first read.
 
     Example:
-    >>> __getattr__, __dir__ = lazy_exports("bert_tf", {"BertConfig": "bert_tf.config"})
-    >>> __getattr__("BertConfig").__name__
-    'BertConfig'
+    >>> __all__, __getattr__, __dir__ = lazy_exports("bert_tf", {"BertConfig": "bert_tf.config"})
+    >>> __all__, __getattr__("BertConfig").__name__
+    (['BertConfig'], 'BertConfig')
     """
 
     def __getattr__(name):
@@ -27,4 +28,4 @@ def lazy_exports(package, exports):
     def __dir__():
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
-    return __getattr__, __dir__
+    return sorted(exports), __getattr__, __dir__

@@ -25,5 +25,4 @@ _EXPORTS = {
     "WarmupPolynomialDecay": "bert_tf.training.schedule",
     "create_strategy": "bert_tf.training.strategy",
 }
-__all__ = sorted(_EXPORTS)
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
