@@ -1,8 +1,5 @@
-"""Fine-tuning with Keras fit: the native task models (trained with the AdamW warmup/decay optimizer, saved as
-.keras, exported for serving), the optimizer, and the two wrappers of an exported encoder (Keras 3 TFSMLayer,
-tf-keras hub.KerasLayer) whose weights fit moves and whose dropout runs only in training."""
-
-import os
+"""Fine-tuning with Keras fit: the native task models (trained with the fine-tuning optimizer, saved as .keras,
+exported for serving) and the optimizer."""
 
 import keras
 import numpy as np
@@ -10,9 +7,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertPretrainer
-from bert_tf.finetuning import (BertClassifier, BertSpanQA, BertTokenClassifier, SavedModelEncoder,
-                                create_finetuning_optimizer)
-from bert_tf.serving import export_classifier, export_encoder, export_span_qa, non_core_ops
+from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier, create_finetuning_optimizer
+from bert_tf.serving import export_classifier, export_span_qa, non_core_ops
 
 XENT = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 TOLERANCE = 1e-5
@@ -164,77 +160,3 @@ def test_optimizer_warms_up_decays_and_spares_layer_norm_and_biases():
     np.testing.assert_allclose(keras.ops.convert_to_numpy(kernel), 0.95, rtol=1e-6)
     for variable in (bias, gamma, beta):
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), 1.0)
-
-
-@pytest.fixture(scope="module")
-def exported_encoder(tmp_path_factory):
-    from bert_tf import BertConfig
-    keras.utils.set_random_seed(4)
-    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=32)
-    pretrainer = BertPretrainer(config)
-    root = tmp_path_factory.mktemp("finetuning")
-    vocab = root / "vocab.txt"
-    vocab.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
-                             [f"w{i}" for i in range(59)]))
-    path = export_encoder(pretrainer, str(root / "encoder" / "1"), str(vocab))
-    return path, pretrainer.encoder
-
-
-def test_keras3_saved_model_encoder_trains_with_fit(exported_encoder):
-    path, keras_encoder = exported_encoder
-    x, y = pair_task(seed=5)
-    encoder = SavedModelEncoder(path)
-    assert encoder.config == keras_encoder.config
-    want = keras.ops.convert_to_numpy(keras_encoder(x)["pooled_output"])
-    inference = keras.ops.convert_to_numpy(encoder(x, training=False)["pooled_output"])
-    assert np.max(np.abs(inference - want)) <= 1e-5
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(encoder(x)["pooled_output"]), inference)
-    training = [keras.ops.convert_to_numpy(encoder(x, training=True)["pooled_output"]) for _ in range(2)]
-    assert np.max(np.abs(training[0] - training[1])) > 1e-3
-    assert len(encoder.trainable_weights) == 39 and all(":" not in w.name for w in encoder.weights)
-
-    keras.utils.set_random_seed(5)
-    model = BertClassifier(encoder, num_classes=2)
-    model.compile(optimizer=create_finetuning_optimizer(3e-3, num_train_steps=20), loss=XENT)
-    before = arrays(encoder.trainable_weights)
-    history = model.fit(x, y, batch_size=16, epochs=5, verbose=0)
-    assert moved(before, arrays(encoder.trainable_weights)) > 1e-3
-    assert history.history["loss"][-1] < history.history["loss"][0]
-    # The SavedModel's own functions now compute with the trained weights.
-    after = keras.ops.convert_to_numpy(encoder(x, training=False)["pooled_output"])
-    assert np.max(np.abs(after - inference)) > 1e-3
-
-
-def test_tf_keras_hub_layer_trains_with_fit(exported_encoder):
-    tf_keras = pytest.importorskip("tf_keras", reason="the `hub` extra (tf-keras, tensorflow-hub) is not installed")
-    pytest.importorskip("tensorflow_hub")
-    from bert_tf.finetuning import hub_encoder_layer
-
-    path, keras_encoder = exported_encoder
-    x, y = pair_task(seed=6)
-    layer = hub_encoder_layer(path)
-    want = keras.ops.convert_to_numpy(keras_encoder(x)["sequence_output"])
-    inference = layer(x, training=False)["sequence_output"].numpy()
-    assert np.max(np.abs(inference - want)) <= 1e-5
-    training = [layer(x, training=True)["pooled_output"].numpy() for _ in range(2)]
-    assert np.max(np.abs(training[0] - training[1])) > 1e-3
-    np.testing.assert_array_equal(layer(x, training=False)["sequence_output"].numpy(), inference)
-
-    tf_keras.utils.set_random_seed(6)
-    inputs = {k: tf_keras.Input([None], dtype="int32", name=k) for k in x}
-    logits = tf_keras.layers.Dense(2)(layer(inputs)["pooled_output"])
-    model = tf_keras.Model(inputs, logits)
-    model.compile(optimizer=tf_keras.optimizers.Adam(3e-3),
-                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    assert len(layer.trainable_weights) == 39
-    before = [w.numpy() for w in layer.trainable_weights]
-    history = model.fit(x, y, batch_size=16, epochs=5, verbose=0)
-    assert moved(before, [w.numpy() for w in layer.trainable_weights]) > 1e-3
-    assert history.history["loss"][-1] < history.history["loss"][0]
-
-
-def test_saved_model_encoder_needs_an_exported_encoder(tmp_path):
-    with pytest.raises(OSError):
-        SavedModelEncoder(str(tmp_path / "missing"))
-    assert not os.path.exists(tmp_path / "missing")

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from bert_tf.finetuning.features import encode_texts, truncate_pair
 from bert_tf.serving import export_preprocessing
-from bert_tf.serving.preprocessing_module import truncate_segments
+from bert_tf.serving.preprocessing_module import BertPackInputs
 from bert_tf.text.tokenizer import FullTokenizer
 
 SEQ_LENGTH = 32
@@ -82,15 +82,17 @@ def test_bert_pack_inputs_takes_any_seq_length_up_to_the_model_limit(preprocessi
 
 
 def test_truncation_is_the_original_truncate_seq_pair():
-    """Every pair of lengths up to 12 and budgets up to 20: the closed form keeps what the original's loop keeps."""
+    """Every pair of lengths up to 12 and budgets up to 20: bert_pack_inputs keeps what the original's loop keeps."""
     lengths = [(a, b) for a in range(13) for b in range(13)]
-    segments = [tf.ragged.range([a for a, _ in lengths]), tf.ragged.range([b for _, b in lengths])]
+    segments = [tf.ragged.range([a for a, _ in lengths]) + 1000, tf.ragged.range([b for _, b in lengths]) + 2000]
+    pack = BertPackInputs(cls_id=1, sep_id=2, max_seq_length=64)
     for budget in range(21):
-        kept = truncate_segments(segments, tf.constant(budget))
+        ids = pack.__call__(segments, budget + 3)["input_word_ids"].numpy()
         for i, (a, b) in enumerate(lengths):
-            tokens_a, tokens_b = list(range(a)), list(range(b))
+            tokens_a, tokens_b = list(range(1000, 1000 + a)), list(range(2000, 2000 + b))
             truncate_pair(tokens_a, tokens_b, budget)
-            assert (kept[0][i].numpy().tolist(), kept[1][i].numpy().tolist()) == (tokens_a, tokens_b), (a, b, budget)
+            want = [1] + tokens_a + [2] + tokens_b + [2]
+            assert ids[i].tolist() == want + [0] * (budget + 3 - len(want)), (a, b, budget)
 
 
 def test_vocab_without_special_tokens_is_refused(tmp_path):

@@ -88,7 +88,8 @@ def keras_outputs(exported, model_name, signature):
         x = dict(x, masked_lm_positions=POSITIONS)
         return x, {"mlm_logits": keras.ops.convert_to_numpy(pretrainer(x, training=False)["mlm_logits"])}
     out = pretrainer.encoder(x, training=False)
-    return x, {k: keras.ops.convert_to_numpy(out[k]) for k in ("pooled_output", "sequence_output")}
+    want = {k: keras.ops.convert_to_numpy(out[k]) for k in ("pooled_output", "sequence_output")}
+    return x, dict(want, default=want["pooled_output"])
 
 
 def max_diffs(got, want):
@@ -179,23 +180,59 @@ def test_serving_graphs_use_core_tensorflow_ops_only(exported):
         "NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"]
 
 
-def test_too_long_inputs_and_unknown_ids_fail_naming_the_limit(exported, c_runner, tmp_path):
-    loaded = tf.saved_model.load(exported["paths"]["encoder"])
-    too_long = example_inputs(lengths=(MAX_POSITIONS + 8,))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="max_position_embeddings=32"):
-        loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in too_long.items()})
-    got, process = run_with_c_loader(c_runner, exported["paths"]["encoder"], "serving_default", too_long,
-                                     str(tmp_path))
+def with_ids(name, change, lengths=(4,)):
+    """example_inputs with `change(array)` applied to input `name` (masked_lm_positions added for the mlm)."""
+    x = dict(example_inputs(lengths=lengths), masked_lm_positions=np.array([[1]], np.int32))
+    x[name] = change(x[name].copy())
+    return x
+
+
+def set_first(value):
+    def change(array):
+        array.flat[1 if array.size > 1 else 0] = value
+        return array
+    return change
+
+
+# (what is wrong, the inputs, which model, the words the error must hold). The upper bounds, the lower bounds,
+# the rank and the length, for the encoder, the mlm signature and a task model alike.
+BAD_INPUTS = [
+    ("too long", example_inputs(lengths=(MAX_POSITIONS + 8,)), "encoder",
+     "longer than the max_position_embeddings=32 of this model: truncate each sequence to at most 32"),
+    ("id over the vocab", with_ids("input_word_ids", set_first(30522)), "encoder",
+     "input_word_ids holds an id >= vocab_size=30522"),
+    ("negative word id", with_ids("input_word_ids", set_first(-1)), "encoder",
+     "input_word_ids holds a negative id"),
+    ("negative type id", with_ids("input_type_ids", set_first(-1)), "encoder",
+     "input_type_ids holds a negative id"),
+    ("type id over the table", with_ids("input_type_ids", set_first(2)), CLASSIFIER,
+     "input_type_ids holds an id >= type_vocab_size=2"),
+    ("rank 1", {k: v[0] for k, v in example_inputs(lengths=(4,)).items()}, "encoder",
+     "input_word_ids must be a rank-2 int32 tensor [batch, seq_length]"),
+    ("zero length", {k: v[:, :0] for k, v in example_inputs(lengths=(4,)).items()}, SPAN_QA,
+     "input_word_ids has no tokens (seq_length 0)"),
+    ("mask of another shape", with_ids("input_mask", lambda a: a[:, :2]), TOKEN_CLASSIFIER,
+     "input_mask must have the shape of input_word_ids"),
+    ("position past the sequence", with_ids("masked_lm_positions", set_first(4)), "encoder_mlm",
+     "masked_lm_positions holds a position >= the sequence length"),
+    ("negative position", with_ids("masked_lm_positions", set_first(-1)), "encoder_mlm",
+     "masked_lm_positions holds a negative id"),
+]
+
+
+@pytest.mark.parametrize("case,x,model_name,message", BAD_INPUTS, ids=[case[0] for case in BAD_INPUTS])
+def test_bad_requests_fail_with_a_named_assertion(exported, c_runner, tmp_path, case, x, model_name, message):
+    """In process and through TF Serving's session loader (which does not check a feed against the declared
+    shape, so rank and length are checked in the graph too)."""
+    signature = "mlm" if model_name == "encoder_mlm" else "serving_default"
+    x = {k: v for k, v in x.items() if signature == "mlm" or k != "masked_lm_positions"}
+    loaded = tf.saved_model.load(exported["paths"][model_name])
+    if x["input_word_ids"].ndim == 2:  # a Python call checks the rank against the signature itself
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(message)):
+            loaded.signatures[signature](**{k: tf.constant(v) for k, v in x.items()})
+    got, process = run_with_c_loader(c_runner, exported["paths"][model_name], signature, x, str(tmp_path))
     assert got is None and process.returncode == 1
-    assert "longer than the max_position_embeddings=32 of this model: truncate each sequence to at most 32" in (
-        process.stderr)
-    bad_id = example_inputs(lengths=(4,))
-    bad_id["input_word_ids"][0, 1] = 30522
-    with pytest.raises(tf.errors.InvalidArgumentError, match="vocab_size=30522"):
-        loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in bad_id.items()})
-    with pytest.raises(tf.errors.InvalidArgumentError, match="masked_lm_positions holds a position"):
-        mlm = tf.saved_model.load(exported["paths"]["encoder_mlm"]).signatures["mlm"]
-        mlm(masked_lm_positions=tf.constant([[12]]), **{k: tf.constant(v[:1]) for k, v in example_inputs().items()})
+    assert message in process.stderr, process.stderr[-2000:]
 
 
 def test_encoder_is_a_reusable_savedmodel_with_its_assets(exported, uncased_vocab):

@@ -1,4 +1,5 @@
-"""Fine-tuning: task models on the encoder (Keras fit), the optimizer, and layers that train an exported encoder.
+"""Fine-tuning: task models on the encoder (Keras fit) and the original's fine-tuning optimizer. An exported
+encoder SavedModel comes back as a native encoder with `bert_tf.serving.load_encoder_from_saved_model`.
 
 Example:
     model = BertClassifier(bert_tf.load_encoder("model_dir"), num_classes=2)
@@ -8,8 +9,6 @@ Example:
 """
 
 from bert_tf.finetuning.classifier import BertClassifier
-from bert_tf.finetuning.hub_layer import hub_encoder_layer
 from bert_tf.finetuning.optimizer import create_finetuning_optimizer
-from bert_tf.finetuning.saved_model_encoder import SavedModelEncoder
 from bert_tf.finetuning.span_qa import BertSpanQA
 from bert_tf.finetuning.token_classifier import BertTokenClassifier

@@ -3,7 +3,7 @@ run_classifier.py model)."""
 
 import keras
 
-from bert_tf.finetuning.heads import build_encoder, encoder_config, from_encoder_config, output_initializer
+from bert_tf.finetuning.task_model import build_encoder, encoder_config, from_encoder_config, output_initializer
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -15,7 +15,7 @@ class BertClassifier(keras.Model):
 
     Args:
         encoder: a `BertEncoder` (e.g. from `bert_tf.load_encoder`), a `BertConfig` for a new one, or any layer
-            that maps the three id tensors to a dict with `pooled_output` (e.g. `SavedModelEncoder`).
+            that maps the three id tensors to a dict with `pooled_output`.
         num_classes: number of labels.
         dropout_rate: dropout on the pooled output during training (0.1 in the original).
         initializer_range: stddev of the output layer's truncated-normal initializer.

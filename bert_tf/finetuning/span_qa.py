@@ -3,7 +3,7 @@ model)."""
 
 import keras
 
-from bert_tf.finetuning.heads import build_encoder, encoder_config, from_encoder_config, output_initializer
+from bert_tf.finetuning.task_model import build_encoder, encoder_config, from_encoder_config, output_initializer
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

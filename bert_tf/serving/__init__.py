@@ -1,6 +1,6 @@
 """SavedModels for serving and reuse: the encoder (TF Hub BERT API, core ops only), the encoder with its masked-LM
 head, the tensorflow-text preprocessing model, and the fine-tuned task models (classifier, token classifier,
-span QA).
+span QA); and the one way back from an exported encoder to a native `BertEncoder`.
 
 Example:
     paths = export_model_dir("runs/demo", "exported")   # exported/{encoder,encoder_mlm,preprocessing}/1
@@ -15,5 +15,7 @@ from bert_tf.serving.export import (
     export_model_dir, export_preprocessing, export_span_qa, version_dir)
 from bert_tf.serving.graph_ops import non_core_ops, saved_model_ops
 from bert_tf.serving.reload import load_encoder_from_saved_model
+from bert_tf.serving.reusable_module import ReusableModule
+from bert_tf.serving.serving_module import ServingModule
 from bert_tf.serving.span_qa_module import SpanQAModule
 from bert_tf.serving.task_module import TaskModule

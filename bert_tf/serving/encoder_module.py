@@ -1,42 +1,55 @@
-"""`EncoderModule`: the root object of the encoder SavedModel, with the TF Hub BERT API and the TF Hub
-"reusable SavedModel" attributes that `hub.KerasLayer(trainable=True)` and `keras.layers.TFSMLayer` train.
-"""
+"""`EncoderModule`: the root object of the encoder SavedModel, with the TF Hub BERT API: the reusable
+`__call__` that `hub.KerasLayer(trainable=True)` and `keras.layers.TFSMLayer` train, the `.mlm` subobject, and
+the signatures TF Serving runs."""
 
 import tensorflow as tf
 
 from bert_tf.modeling.encoder import ENCODER_INPUTS
 from bert_tf.modeling.pretrainer import PRETRAINER_INPUTS
-from bert_tf.serving.input_checks import check_encoder_inputs, check_positions, id_specs
+from bert_tf.serving.input_checks import checked_inputs, id_specs
+from bert_tf.serving.reusable_module import ReusableModule
+from bert_tf.serving.serving_module import ServingModule
 
-SERVING_OUTPUTS = ("pooled_output", "sequence_output")
-
-
-def checked(inputs, asserts):
-    """`inputs` made to depend on `asserts`, so the checks fail before any model op reads a bad value."""
-    with tf.control_dependencies(asserts):
-        return {name: tf.identity(value) for name, value in inputs.items()}
+# `default` is the text-embedding API's name for the pooled output (what `hub.KerasLayer(encoder)` users read).
+SERVING_OUTPUTS = ("default", "pooled_output", "sequence_output")
 
 
-class EncoderModule(tf.__internal__.tracking.AutoTrackable):
+def unique(variables):
+    """`variables` without repeats, in order (the masked-LM head reads the encoder's word embeddings)."""
+    return list({id(v): v for v in variables}.values())
+
+
+def plain_variables(keras_variables):
+    """The tf.Variables behind Keras variables.
+
+    Only these are stored, never the Keras model: saving it would also save a second copy of every Keras
+    variable (KerasVariable exports a new tf.Variable), and TensorFlow's session-based loader (TF Serving's) would
+    then restore the copies while the graph reads the originals ("Could not find variable ...").
+    """
+    return unique(v.value for v in keras_variables)
+
+
+class EncoderModule(ReusableModule, ServingModule):
     """What the encoder SavedModel holds (written by `bert_tf.serving.export_encoder`).
 
-    - `signatures["serving_default"]`: `input_word_ids`, `input_mask`, `input_type_ids` (int32 [batch, seq]) ->
-      `pooled_output` [batch, H], `sequence_output` [batch, seq, H]; core TensorFlow ops only.
-    - `signatures["mlm"]` (with a masked-LM head): the three ids and `masked_lm_positions` -> `mlm_logits`.
-    - `__call__(inputs, training)`: the reusable function (dict in, dict out, with `encoder_outputs`), traced for
-      both values of `training` so dropout runs only when training; `variables`, `trainable_variables` and
-      `regularization_losses` next to it (the TF Hub convention), `serve` / `train` endpoints for `TFSMLayer`.
+    - `__call__(inputs, training=False)`: dict of `input_word_ids`, `input_mask`, `input_type_ids` -> dict of
+      `default` (= `pooled_output`) [batch, H], `pooled_output`, `sequence_output` [batch, seq, H] and
+      `encoder_outputs` (one [batch, seq, H] per layer); with `variables`, `trainable_variables`,
+      `regularization_losses` (see `ReusableModule`). `serve` / `train` endpoints for `TFSMLayer`.
+    - `mlm` (with a masked-LM head): the same convention, inputs plus `masked_lm_positions` -> the encoder's
+      outputs plus `mlm_logits` [batch, positions, vocab]; its variables include the head's.
+    - signatures `serving_default` (the three ids -> `default`, `pooled_output`, `sequence_output`) and, with a
+      head, `mlm` (the three ids and `masked_lm_positions` -> `mlm_logits`); core TensorFlow ops only.
     - `vocab_file` and `bert_config_file` assets, `do_lower_case` (a bool variable), as TF Hub BERT models have.
 
-    The root is an `AutoTrackable` (as in Keras's own `ExportArchive`) because `tf.Module.variables` is a
-    read-only property, and the reusable convention needs a plain `variables` attribute.
+    Every entry point checks its inputs first (`checked_inputs`).
 
     Args:
         encoder: a `BertEncoder`.
         vocab_file: the vocab of the model, saved as an asset.
         config_file: its `bert_config.json`, saved as an asset (so the encoder can be rebuilt natively).
         do_lower_case: whether the vocab is uncased.
-        masked_lm: the pre-trainer's `MaskedLMHead`, for the `mlm` signature (None: no `mlm`).
+        masked_lm: the pre-trainer's `MaskedLMHead`, for `mlm` (None: no `mlm`).
 
     Example:
     >>> module = EncoderModule(pretrainer.encoder, "vocab.txt", "bert_config.json", True)  # doctest: +SKIP
@@ -45,34 +58,25 @@ class EncoderModule(tf.__internal__.tracking.AutoTrackable):
 
     def __init__(self, encoder, vocab_file, config_file, do_lower_case, masked_lm=None):
         config = encoder.config
-        # The Keras model is reached only through the closures below, never stored as an attribute: saving it
-        # would also save a second copy of every Keras variable (KerasVariable exports a new tf.Variable), and
-        # TensorFlow's session-based loader (TF Serving's) would then restore the copies while the graph reads
-        # the originals ("Could not find variable ..."). The plain tf.Variables are what the graph captures.
-        self.variables = [v.value for v in encoder.variables]
-        self.trainable_variables = [v.value for v in encoder.trainable_variables]
-        self.regularization_losses = []
-        self.vocab_file = tf.saved_model.Asset(vocab_file)
-        self.bert_config_file = tf.saved_model.Asset(config_file)
-        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
 
         def encode(inputs, training):
-            inputs = checked({k: inputs[k] for k in ENCODER_INPUTS}, check_encoder_inputs(inputs, config))
-            return encoder(inputs, training=training)
+            outputs = encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training)
+            return {"default": outputs["pooled_output"], "pooled_output": outputs["pooled_output"],
+                    "sequence_output": outputs["sequence_output"], "encoder_outputs": outputs["encoder_outputs"]}
 
-        def call(inputs, training=False):
-            outputs = encode(inputs, training)
-            return {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"],
-                    "encoder_outputs": outputs["encoder_outputs"]}
+        def call(inputs, training):
+            return encode(checked_inputs({k: inputs[k] for k in ENCODER_INPUTS}, config), training)
 
         def serving_outputs(inputs, training):
-            outputs = encode(inputs, training)
+            outputs = call(inputs, training)
             return {name: outputs[name] for name in SERVING_OUTPUTS}
 
         specs = id_specs()
-        self.__call__ = tf.function(call)
-        for training in (False, True):
-            self.__call__.get_concrete_function(specs, training=training)
+        super().__init__(call, specs, plain_variables(encoder.variables),
+                         plain_variables(encoder.trainable_variables))
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.bert_config_file = tf.saved_model.Asset(config_file)
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
         self.serve = tf.function(lambda inputs: serving_outputs(inputs, False), input_signature=[specs])
         self.train = tf.function(lambda inputs: serving_outputs(inputs, True), input_signature=[specs])
 
@@ -82,25 +86,30 @@ class EncoderModule(tf.__internal__.tracking.AutoTrackable):
                                     "input_type_ids": input_type_ids}, False)
 
         self.serving_default = tf.function(serving_default, input_signature=list(specs.values()))
-        self.mlm = None
+        self.mlm = self.mlm_signature = None
         if masked_lm is not None:
-            self.mlm_variables = [v.value for v in masked_lm.variables]
+            def mlm_call(inputs, training):
+                inputs = checked_inputs({k: inputs[k] for k in PRETRAINER_INPUTS}, config)
+                outputs = encode(inputs, training)
+                outputs["mlm_logits"] = masked_lm(outputs["sequence_output"], inputs["masked_lm_positions"],
+                                                  encoder.word_embeddings, training=training)
+                return outputs
 
-            def mlm(input_word_ids, input_mask, input_type_ids, masked_lm_positions):
+            mlm_specs = id_specs(PRETRAINER_INPUTS)
+            self.mlm = ReusableModule(
+                mlm_call, mlm_specs, plain_variables(encoder.variables + masked_lm.variables),
+                plain_variables(encoder.trainable_variables + masked_lm.trainable_variables), name="mlm")
+
+            def mlm_signature(input_word_ids, input_mask, input_type_ids, masked_lm_positions):
                 inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask,
                           "input_type_ids": input_type_ids, "masked_lm_positions": masked_lm_positions}
-                asserts = check_encoder_inputs(inputs, config) + [
-                    check_positions(masked_lm_positions, tf.shape(input_word_ids)[1])]
-                inputs = checked(inputs, asserts)
-                sequence = encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=False)["sequence_output"]
-                logits = masked_lm(sequence, inputs["masked_lm_positions"], encoder.word_embeddings)
-                return {"mlm_logits": logits}
+                return {"mlm_logits": mlm_call(inputs, False)["mlm_logits"]}
 
-            self.mlm = tf.function(mlm, input_signature=list(id_specs(PRETRAINER_INPUTS).values()))
+            self.mlm_signature = tf.function(mlm_signature, input_signature=list(mlm_specs.values()))
 
     def signature_functions(self):
-        """The functions to save as signatures: `serving_default`, and `mlm` with a masked-LM head."""
+        """`serving_default`, and `mlm` with a masked-LM head."""
         signatures = {"serving_default": self.serving_default}
-        if self.mlm is not None:
-            signatures["mlm"] = self.mlm
+        if self.mlm_signature is not None:
+            signatures["mlm"] = self.mlm_signature
         return signatures

@@ -10,8 +10,9 @@ from absl import logging
 from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
+from bert_tf.serving.input_checks import check_seq_length
 from bert_tf.serving.span_qa_module import SpanQAModule
-from bert_tf.text.vocabulary import read_vocab_file
+from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocab_file
 
 ENCODER, ENCODER_MLM, PREPROCESSING = "encoder", "encoder_mlm", "preprocessing"
 CLASSIFIER, TOKEN_CLASSIFIER, SPAN_QA = "classifier", "token_classifier", "span_qa"
@@ -30,8 +31,20 @@ def check_free(export_dir):
 
 
 def _save(module, export_dir):
+    """Saves `module` under a temporary name beside `export_dir` and renames it when complete, so an interrupted
+    export leaves no half-written version (TF Serving would try to load it) and a rerun is not refused."""
     check_free(export_dir)
-    tf.saved_model.save(module, export_dir, signatures=module.signature_functions())
+    parent = os.path.dirname(export_dir.rstrip("/")) or "."
+    tf.io.gfile.makedirs(parent)
+    if tf.io.gfile.exists(export_dir):  # an empty folder, e.g. made by hand: replaced by the complete one
+        tf.io.gfile.rmtree(export_dir)
+    partial = f"{export_dir.rstrip('/')}.partial-{os.getpid()}"
+    try:
+        tf.saved_model.save(module, partial, signatures=module.signature_functions())
+        tf.io.gfile.rename(partial, export_dir)
+    finally:
+        if tf.io.gfile.exists(partial):
+            tf.io.gfile.rmtree(partial)
     logging.info("Wrote %s", export_dir)
     return export_dir
 
@@ -59,6 +72,7 @@ def export_preprocessing(export_dir, vocab_file, do_lower_case=True, seq_length=
     """
     # Imported here: tensorflow-text is only needed by this model.
     from bert_tf.serving.preprocessing_module import PreprocessingModule
+
     return _save(PreprocessingModule(vocab_file, do_lower_case, seq_length, max_seq_length), export_dir)
 
 
@@ -115,9 +129,13 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
                                 f"trained with.")
     check_case(vocab_file, do_lower_case)
     config = read_config(model_dir)
-    if len(read_vocab_file(vocab_file)) != config.vocab_size:
-        raise ValueError(f"vocab_file {vocab_file} has {len(read_vocab_file(vocab_file))} tokens but the model's "
+    vocab = Vocabulary.from_file(vocab_file)
+    if vocab.size != config.vocab_size:
+        raise ValueError(f"vocab_file {vocab_file} has {vocab.size} tokens but the model's "
                          f"vocab_size is {config.vocab_size}: pass the vocab the model was trained with.")
+    vocab.require(SPECIAL_TOKENS, "the preprocessing model", pad_first=True)
+    # Everything the three models need is checked before the first is written.
+    check_seq_length(seq_length, config.max_position_embeddings)
     pretrainer = load_pretrainer(model_dir)
     paths = {
         ENCODER: export_encoder(pretrainer, version_dir(output_dir, ENCODER, version), vocab_file, do_lower_case),

@@ -1,13 +1,16 @@
 """The id-tensor specs of the serving signatures and the in-graph checks that make bad inputs fail clearly.
 
-A serving graph cannot raise a Python error: a request with more tokens than the model has positions would
-otherwise fail deep inside a slice (or, on GPU, read zeros and return garbage). These asserts run first and name
-the limit.
+A serving graph cannot raise a Python error: a request with more tokens than the model has positions, a negative
+id or a tensor of the wrong rank would otherwise fail deep inside a slice ("slice index out of bounds") or, on
+GPU, read zeros or the last table row and return garbage. `checked_inputs` runs these asserts first, each naming
+the input, the limit and the fix; every SavedModel of the package (encoder, `mlm`, task models) uses it.
 """
 
 import tensorflow as tf
 
 from bert_tf.modeling.encoder import ENCODER_INPUTS
+
+POSITIONS = "masked_lm_positions"
 
 
 def id_specs(names=ENCODER_INPUTS):
@@ -15,35 +18,77 @@ def id_specs(names=ENCODER_INPUTS):
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in names}
 
 
-def check_encoder_inputs(inputs, config):
-    """Asserts (graph ops) that the three id tensors have one shape, at most `max_position_embeddings` tokens,
-    and ids inside the vocab and segment tables. Returns the asserts, to run before the model."""
-    word_ids = inputs["input_word_ids"]
-    length = tf.shape(word_ids)[1]
-    limit = config.max_position_embeddings
+def check_seq_length(seq_length, max_seq_length):
+    """Refuses a packing length that cannot hold [CLS] A [SEP] or that the model has no positions for."""
+    if not 3 <= seq_length <= max_seq_length:
+        raise ValueError(f"seq_length={seq_length} must lie in [3, max_position_embeddings={max_seq_length}]: pass "
+                         f"--max_seq_length within it.")
+
+
+def _rank(tensor):
+    # tf.rank folds to a constant when the signature declares the rank, so the check would vanish; a served
+    # request can still feed another rank (the session loader does not check feeds against the declared shape).
+    return tf.raw_ops.Rank(input=tensor)
+
+
+def _extreme(reduce, tensor):
+    """max/min of `tensor`, 0 for an empty one (so an empty batch passes the id checks)."""
+    return reduce(tf.concat([[0], tf.reshape(tensor, [-1])], 0))
+
+
+def _in_range(name, tensor, upper, upper_hint):
     return [
-        tf.debugging.assert_equal(
-            tf.shape(inputs["input_mask"]), tf.shape(word_ids),
-            message="input_mask must have the shape of input_word_ids [batch, seq_length]"),
-        tf.debugging.assert_equal(
-            tf.shape(inputs["input_type_ids"]), tf.shape(word_ids),
-            message="input_type_ids must have the shape of input_word_ids [batch, seq_length]"),
+        tf.debugging.assert_non_negative(_extreme(tf.reduce_min, tensor),
+                                         message=f"{name} holds a negative id: ids start at 0"),
+        tf.debugging.assert_less(_extreme(tf.reduce_max, tensor), upper, message=f"{name} holds {upper_hint}"),
+    ]
+
+
+def input_asserts(inputs, config):
+    """The asserts (graph ops) on the three id tensors, and `masked_lm_positions` when present: rank 2, one
+    shape, 1 to `max_position_embeddings` tokens, ids inside the vocab and segment tables, positions inside the
+    sequence."""
+    word_ids = inputs["input_word_ids"]
+    limit = config.max_position_embeddings
+    asserts = [tf.debugging.assert_equal(_rank(inputs[name]), 2,
+                                         message=f"{name} must be a rank-2 int32 tensor [batch, seq_length]")
+               for name in inputs]
+    with tf.control_dependencies(asserts):
+        # Read only once the ranks are known good: a rank-1 tensor has no dimension 1.
+        length = tf.shape(word_ids)[-1]
+    for name in ENCODER_INPUTS[1:]:
+        asserts.append(tf.debugging.assert_equal(
+            tf.shape(inputs[name]), tf.shape(word_ids),
+            message=f"{name} must have the shape of input_word_ids [batch, seq_length]"))
+    asserts += [
+        tf.debugging.assert_positive(
+            length, message="input_word_ids has no tokens (seq_length 0): pack at least [CLS] into each sequence"),
         tf.debugging.assert_less_equal(
             length, limit,
             message=f"input_word_ids is longer than the max_position_embeddings={limit} of this model: truncate each "
                     f"sequence to at most {limit} tokens (the seq_length of the preprocessing model)"),
-        tf.debugging.assert_less(
-            tf.reduce_max(tf.concat([[0], tf.reshape(word_ids, [-1])], 0)), config.vocab_size,
-            message=f"input_word_ids holds an id >= vocab_size={config.vocab_size}: use the vocab exported with "
-                    f"this model"),
-        tf.debugging.assert_less(
-            tf.reduce_max(tf.concat([[0], tf.reshape(inputs["input_type_ids"], [-1])], 0)), config.type_vocab_size,
-            message=f"input_type_ids holds an id >= type_vocab_size={config.type_vocab_size}"),
     ]
+    asserts += _in_range("input_word_ids", word_ids, config.vocab_size,
+                         f"an id >= vocab_size={config.vocab_size}: use the vocab exported with this model")
+    asserts += _in_range("input_type_ids", inputs["input_type_ids"], config.type_vocab_size,
+                         f"an id >= type_vocab_size={config.type_vocab_size}")
+    if POSITIONS in inputs:
+        asserts += _in_range(POSITIONS, inputs[POSITIONS], length,
+                             "a position >= the sequence length of input_word_ids")
+    return asserts
 
 
-def check_positions(masked_lm_positions, seq_length):
-    """Asserts that every masked-LM position indexes a token of the sequence."""
-    return tf.debugging.assert_less(
-        tf.reduce_max(tf.concat([[0], tf.reshape(masked_lm_positions, [-1])], 0)), seq_length,
-        message="masked_lm_positions holds a position >= the sequence length of input_word_ids")
+def checked_inputs(inputs, config):
+    """`inputs` (a dict of the id tensors, and optionally `masked_lm_positions`) made to depend on
+    `input_asserts`, so the checks fail before any model op reads a bad value.
+
+    Example:
+    >>> from bert_tf.config import BertConfig
+    >>> ids = tf.constant([[101, 7592, 102]])
+    >>> checked = checked_inputs({"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+    ...                           "input_type_ids": tf.zeros_like(ids)}, BertConfig(vocab_size=30522))
+    >>> checked["input_word_ids"].numpy().tolist()
+    [[101, 7592, 102]]
+    """
+    with tf.control_dependencies(input_asserts(inputs, config)):
+        return {name: tf.identity(value) for name, value in inputs.items()}

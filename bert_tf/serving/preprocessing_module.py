@@ -1,4 +1,5 @@
-"""`PreprocessingModule`: text -> the encoder's three id tensors, in the graph, on tensorflow-text.
+"""`PreprocessingModule`: text -> the encoder's three id tensors, in the graph, on tensorflow-text, with the API
+of TF Hub's `bert_en_uncased_preprocess/3` (a callable root, `tokenize` and `bert_pack_inputs` subobjects).
 
 It needs tensorflow-text's ops (a TF Serving build with them, or in-process use after `import tensorflow_text`);
 the encoder SavedModel does not.
@@ -7,8 +8,11 @@ the encoder SavedModel does not.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.serving.input_checks import check_seq_length
+from bert_tf.serving.serving_module import ServingModule
 from bert_tf.text.normalization import (DELETED_CHARACTERS_RE2, MARK_CHARACTERS_RE2, MAX_CHARS_PER_WORD,
                                         SPACE_CHARACTERS_RE2)
+from bert_tf.text.packing import pack_spans_in_graph, pair_keep_lengths
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
 # The original BasicTokenizer's clean-up, as regexes (bert_tf/text/normalization.py owns them). tensorflow-text's
@@ -21,68 +25,43 @@ _MARK = MARK_CHARACTERS_RE2
 # (up to 4 a character), so words are checked in characters here and the byte limit only needs to be high enough.
 _MAX_CHARS_PER_WORD = MAX_CHARS_PER_WORD
 _MAX_BYTES_PER_WORD = 4 * _MAX_CHARS_PER_WORD
+# TF Hub's preprocessing models pack to 128 tokens when no seq_length is given.
+DEFAULT_SEQ_LENGTH = 128
 
 
-def truncate_segments(segments, budget):
-    """The original `truncate_seq_pair` on ragged [batch, (tokens)] segments (one or two): while too long, drop
-    the last token of the longer segment (of the second on a tie). In closed form: the first segment keeps
-    min(len_a, max(ceil(budget / 2), budget - len_b)) tokens, the second the rest of the budget.
+class Tokenize(tf.Module):
+    """The `tokenize` subobject: string [batch] -> int32 RaggedTensor [batch, words, pieces], the original
+    `FullTokenizer`'s ids; it owns the vocab table, so a Keras model built on it can be saved.
 
-    Written with core ops rather than tensorflow-text's RoundRobinTrimmer (the same result): TF Serving's images
-    embed tensorflow-text 2.12, which lacks its `TFText>RoundRobinTrim` op (tensorflow/serving#4057).
-    """
-    if len(segments) == 1:
-        keep = [tf.minimum(segments[0].row_lengths(), tf.cast(budget, tf.int64))]
-    else:
-        len_a, len_b = segments[0].row_lengths(), segments[1].row_lengths()
-        budget = tf.cast(budget, tf.int64)
-        keep_a = tf.minimum(len_a, tf.maximum((budget + 1) // 2, budget - len_b))
-        keep = [keep_a, tf.minimum(len_b, budget - keep_a)]
-    return [tf.ragged.boolean_mask(segment, tf.ragged.range(segment.row_lengths()) < k[:, None])
-            for segment, k in zip(segments, keep)]
-
-
-class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
-    """What the preprocessing SavedModel holds (written by `bert_tf.serving.export_preprocessing`).
-
-    - `tokenize(text)`: string [batch] -> int32 RaggedTensor [batch, words, pieces] (the TF Hub API).
-    - `bert_pack_inputs(segments, seq_length)`: a list of one or two tokenized batches -> `input_word_ids`,
-      `input_mask`, `input_type_ids` int32 [batch, seq_length]: [CLS] A [SEP] (B [SEP]), truncated as the
-      original `truncate_seq_pair` (the longer segment loses its last tokens first), padded with 0.
-    - signatures `serving_default` (`text` -> the three ids) and `text_pair` (`text_a`, `text_b` -> the three
-      ids), at the `seq_length` given at export.
-    - the vocab as the asset `vocab.txt` (read by the lookup table when loaded, so the folder can be moved).
+    `get_special_tokens_dict()`: int32 scalars `vocab_size`, `start_of_sequence_id` ([CLS]),
+    `end_of_segment_id` ([SEP]), `padding_id` ([PAD]), `mask_id` ([MASK]), as TF Hub's preprocessors give them.
 
     Args:
-        vocab_file: the WordPiece vocab (must hold [PAD] at id 0, [UNK], [CLS], [SEP], [MASK]).
+        vocab_asset: the vocab file as a `tf.saved_model.Asset`.
+        vocab: its `Vocabulary`.
         do_lower_case: lower-case and strip accents (uncased models).
-        seq_length: the length the signatures pack to.
-        max_seq_length: the model's max_position_embeddings; longer `seq_length` values are refused.
 
     Example:
-    >>> module = PreprocessingModule("vocab.txt", do_lower_case=True, seq_length=128, max_seq_length=512)  # doctest: +SKIP
-    >>> module.serving_default(text=tf.constant(["Hello world!"]))["input_word_ids"][0, :4].numpy()  # doctest: +SKIP
-    array([ 101, 7592, 2088,  999], dtype=int32)
+    >>> tokenize = Tokenize(tf.saved_model.Asset("vocab.txt"), Vocabulary.from_file("vocab.txt"),
+    ...                     True)  # doctest: +SKIP
+    >>> tokenize(tf.constant(["Hello world!"])).to_list()  # doctest: +SKIP
+    [[[7592], [2088], [999]]]
     """
 
-    def __init__(self, vocab_file, do_lower_case, seq_length, max_seq_length):
-        vocab = Vocabulary.from_file(vocab_file).require(SPECIAL_TOKENS, "the preprocessing model", pad_first=True)
-        if not 3 <= seq_length <= max_seq_length:
-            raise ValueError(f"seq_length={seq_length} must lie in [3, max_position_embeddings={max_seq_length}].")
-        cls_id, sep_id = vocab.cls_id, vocab.sep_id
-        self.vocab_file = tf.saved_model.Asset(vocab_file)
-        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+    def __init__(self, vocab_asset, vocab, do_lower_case):
+        super().__init__(name="tokenize")
         initializer = tf.lookup.TextFileInitializer(
-            self.vocab_file, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64,
-            tf.lookup.TextFileIndex.LINE_NUMBER)
+            vocab_asset, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER)
         self.vocab_table = tf.lookup.StaticVocabularyTable(initializer, num_oov_buckets=1)
         self.tokenizer = tf_text.BertTokenizer(
             self.vocab_table, token_out_type=tf.int32, unknown_token="[UNK]", lower_case=False,
             max_bytes_per_word=_MAX_BYTES_PER_WORD)
         unknown_id = vocab.unk_id
+        special_ids = {"vocab_size": vocab.size, "start_of_sequence_id": vocab.cls_id,
+                       "end_of_segment_id": vocab.sep_id, "padding_id": vocab.pad_id, "mask_id": vocab.mask_id}
 
         def unknown_if_overlong(text, pieces, starts, ends):
-            """[batch, words, pieces] with every word of more than MAX_CHARS_PER_WORD (200) characters made a single [UNK]."""
+            """[batch, words, pieces] with every word of more than MAX_CHARS_PER_WORD characters made one [UNK]."""
             word_pieces = pieces.values  # [words, (pieces)]
             word_start = tf.reduce_min(starts, axis=-1).flat_values
             word_end = tf.reduce_max(ends, axis=-1).flat_values
@@ -103,35 +82,108 @@ class PreprocessingModule(tf.__internal__.tracking.AutoTrackable):
                 text = tf.strings.regex_replace(text, _MARK, "")
             return unknown_if_overlong(text, *self.tokenizer.tokenize_with_offsets(text))
 
-        def bert_pack_inputs(segments, seq_length):
+        self.__call__ = tf.function(tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        self.get_special_tokens_dict = tf.function(
+            lambda: {name: tf.constant(value, tf.int32) for name, value in special_ids.items()}, input_signature=[])
+
+
+class BertPackInputs(tf.Module):
+    """The `bert_pack_inputs` subobject: a list of one or two tokenized batches (int32 RaggedTensors of rank 2,
+    [batch, tokens], or rank 3, [batch, words, pieces], as `tokenize` gives) and an optional `seq_length`
+    (default 128) -> `input_word_ids`, `input_mask`, `input_type_ids` int32 [batch, seq_length]:
+    [CLS] A [SEP] (B [SEP]), truncated as the original `truncate_seq_pair` (the longer segment loses its last
+    tokens first), padded with 0: the rules of `bert_tf.text.packing`, on core TensorFlow ops.
+
+    Args:
+        cls_id, sep_id: the ids of [CLS] and [SEP].
+        max_seq_length: the model's max_position_embeddings; a longer `seq_length` fails naming it.
+
+    Example:
+    >>> pack = BertPackInputs(cls_id=101, sep_id=102, max_seq_length=512)
+    >>> pack.__call__([tf.ragged.constant([[7592, 2088]])], seq_length=6)["input_word_ids"].numpy().tolist()
+    [[101, 7592, 2088, 102, 0, 0]]
+    """
+
+    def __init__(self, cls_id, sep_id, max_seq_length):
+        super().__init__(name="bert_pack_inputs")
+
+        def bert_pack_inputs(segments, seq_length=DEFAULT_SEQ_LENGTH):
             tf.debugging.assert_less_equal(
                 seq_length, max_seq_length,
                 message=f"seq_length is over the max_position_embeddings={max_seq_length} of the model")
             segments = [s.merge_dims(-2, -1) if s.ragged_rank > 1 else s for s in segments]
-            # Room for [CLS] and one [SEP] per segment.
-            trimmed = truncate_segments(segments, seq_length - (len(segments) + 1))
-            ids, type_ids = tf_text.combine_segments(trimmed, cls_id, sep_id)
-            word_ids, mask = tf_text.pad_model_inputs(ids, seq_length)
-            type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
-            return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+            # Room for [CLS] and one [SEP] per segment; each segment keeps its first tokens.
+            budget = seq_length - (len(segments) + 1)
+            splits = [tf.cast(s.row_splits, tf.int32) for s in segments]
+            lengths = [row_splits[1:] - row_splits[:-1] for row_splits in splits]
+            tokens = tf.concat([tf.cast(s.flat_values, tf.int32) for s in segments], 0)
+            if len(segments) == 1:
+                ids, mask, type_ids = pack_spans_in_graph(
+                    tokens, splits[0][:-1], splits[0][:-1] + tf.minimum(lengths[0], budget), seq_length, cls_id,
+                    sep_id)
+            else:
+                keep_a, keep_b = pair_keep_lengths(lengths[0], lengths[1], budget)
+                b_start = splits[1][:-1] + splits[0][-1]  # B's tokens follow all of A's in `tokens`
+                ids, mask, type_ids = pack_spans_in_graph(
+                    tokens, splits[0][:-1], splits[0][:-1] + keep_a, seq_length, cls_id, sep_id, b_start=b_start,
+                    b_stop=b_start + keep_b)
+            return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": type_ids}
 
-        text_spec = tf.TensorSpec([None], tf.string)
-        self.tokenize = tf.function(tokenize, input_signature=[text_spec])
-        self.bert_pack_inputs = tf.function(bert_pack_inputs)
-        tokens_spec = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
+        self.__call__ = tf.function(bert_pack_inputs)
+        # Restored functions run only the traces saved with them: one per number of segments and rank of each
+        # (a Python seq_length is converted to the int32 scalar these take).
+        by_rank = {2: tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1),
+                   3: tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)}
         length_spec = tf.TensorSpec([], tf.int32)
-        for count in (1, 2):
-            self.bert_pack_inputs.get_concrete_function([tokens_spec] * count, length_spec)
+        for ranks in ((2,), (3,), (2, 2), (2, 3), (3, 2), (3, 3)):
+            self.__call__.get_concrete_function([by_rank[r] for r in ranks], length_spec)
 
-        def serving_default(text):
-            return bert_pack_inputs([self.tokenize(text)], seq_length)
+
+class PreprocessingModule(ServingModule):
+    """What the preprocessing SavedModel holds (written by `bert_tf.serving.export_preprocessing`), the API of
+    TF Hub's BERT preprocessing models:
+
+    - `__call__(text)` (also `serve`, for `keras.layers.TFSMLayer`): string [batch] -> the three ids at the
+      `seq_length` given at export, so `hub.KerasLayer(path)` works without `signature=`.
+    - `tokenize` (see `Tokenize`) and `bert_pack_inputs` (see `BertPackInputs`): tracked, callable subobjects.
+    - signatures `serving_default` (`text` -> the three ids) and `text_pair` (`text_a`, `text_b` -> the three
+      ids), at the `seq_length` given at export.
+    - the vocab as the asset `vocab.txt` (read by the lookup table when loaded, so the folder can be moved).
+
+    Args:
+        vocab_file: the WordPiece vocab (must hold [PAD] at id 0, [UNK], [CLS], [SEP], [MASK]).
+        do_lower_case: lower-case and strip accents (uncased models).
+        seq_length: the length the root and the signatures pack to.
+        max_seq_length: the model's max_position_embeddings; longer `seq_length` values are refused.
+
+    Example:
+    >>> module = PreprocessingModule("vocab.txt", do_lower_case=True, seq_length=128,
+    ...                              max_seq_length=512)  # doctest: +SKIP
+    >>> module.serving_default(text=tf.constant(["Hello world!"]))["input_word_ids"][0, :4].numpy()  # doctest: +SKIP
+    array([ 101, 7592, 2088,  999], dtype=int32)
+    """
+
+    def __init__(self, vocab_file, do_lower_case, seq_length, max_seq_length):
+        super().__init__()
+        vocab = Vocabulary.from_file(vocab_file).require(SPECIAL_TOKENS, "the preprocessing model", pad_first=True)
+        check_seq_length(seq_length, max_seq_length)
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        self.tokenize = Tokenize(self.vocab_file, vocab, do_lower_case)
+        self.bert_pack_inputs = BertPackInputs(vocab.cls_id, vocab.sep_id, max_seq_length)
+        text_spec = tf.TensorSpec([None], tf.string)
+
+        def text(text):
+            return self.bert_pack_inputs.__call__([self.tokenize.__call__(text)], seq_length)
 
         def text_pair(text_a, text_b):
-            return bert_pack_inputs([self.tokenize(text_a), self.tokenize(text_b)], seq_length)
+            segments = [self.tokenize.__call__(text_a), self.tokenize.__call__(text_b)]
+            return self.bert_pack_inputs.__call__(segments, seq_length)
 
-        self.serving_default = tf.function(serving_default, input_signature=[text_spec])
+        self.__call__ = self.serve = self.serving_default = tf.function(text, input_signature=[text_spec])
         self.text_pair = tf.function(text_pair, input_signature=[text_spec, text_spec])
 
     def signature_functions(self):
-        """The functions to save as signatures: `serving_default` (one segment) and `text_pair`."""
+        """`serving_default` (one segment) and `text_pair`."""
         return {"serving_default": self.serving_default, "text_pair": self.text_pair}
+

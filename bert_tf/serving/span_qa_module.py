@@ -21,9 +21,6 @@ class SpanQAModule(TaskModule):
     >>> tf.saved_model.save(module, "span_qa/1", signatures=module.signature_functions())  # doctest: +SKIP
     """
 
-    def __init__(self, model):
-        super().__init__(model)
-
     @staticmethod
     def serving_outputs(outputs):
         return {name: outputs[name] for name in SPAN_OUTPUTS}

@@ -1,4 +1,5 @@
-"""Shared pieces of the fine-tuning models: the encoder argument and the original's output-layer initializer."""
+"""What the task models (`BertClassifier`, `BertTokenClassifier`, `BertSpanQA`) share: the encoder argument, its
+`get_config` entry, and the original's output-layer initializer."""
 
 import keras
 

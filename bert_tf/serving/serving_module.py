@@ -1,0 +1,24 @@
+"""`ServingModule`: the base of every SavedModel root this package writes (encoder, preprocessing, task models)."""
+
+import tensorflow as tf
+
+
+class ServingModule(tf.Module):
+    """A `tf.Module` whose tf.functions are saved as attributes (what Python users of `tf.saved_model.load` call)
+    and whose `signature_functions()` are saved as signatures (what TF Serving and `saved_model_cli` run).
+
+    Subclasses set `self.serving_default` (a tf.function with an input signature) and may add more signatures.
+
+    Example:
+    >>> class Doubler(ServingModule):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.serving_default = tf.function(lambda x: {"y": 2 * x},
+    ...                                            input_signature=[tf.TensorSpec([None], tf.float32)])
+    >>> sorted(Doubler().signature_functions())
+    ['serving_default']
+    """
+
+    def signature_functions(self):
+        """{signature name: tf.function} to pass to `tf.saved_model.save(..., signatures=)`."""
+        return {"serving_default": self.serving_default}
