@@ -7,6 +7,8 @@ of a gzip file the uncompressed size that its trailer stores (mod 2**32). A read
 the check then fails with the file's name. ZLIB files carry no size and are read unchecked.
 """
 
+import re
+
 import tensorflow as tf
 
 # Bytes of framing around each record in a TFRecord file: uint64 length, its crc32c, the data's crc32c.
@@ -74,13 +76,21 @@ def join_message(*parts):
                             for p in parts])
 
 
+def read_error_text(error):
+    """The words of a TensorFlow read error a user can read ("corrupted record at 510"), without the function and
+    op names TensorFlow wraps them in."""
+    line = next((line for line in error.message.splitlines() if line.strip()), error.message)
+    line = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", line)
+    return re.sub(r"\s*\[\[.*|\s*\[Op:.*", "", line).strip()
+
+
 def first_record(path, compression):
     """The first serialized record of a file (bytes), or None if it has none; read errors name the file."""
     try:
         for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
             return record.numpy()
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-        raise ValueError(f"TFRecord file {path} cannot be read ({error.message.strip()}): check that it is a "
+        raise ValueError(f"TFRecord file {path} cannot be read ({read_error_text(error)}): check that it is a "
                          f"TFRecord file (compression={compression!r}) and recreate it if it is corrupt."
                          ) from None
     return None

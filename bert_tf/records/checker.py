@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from bert_tf.errors import InputError
 from bert_tf.records import feature_spec as spec_lib
+from bert_tf.records.checked_reading import read_error_text
 from bert_tf.records.compression import detect_compression
 from bert_tf.records.schema import schema_of_record
 from bert_tf.text.file_patterns import expand_file_patterns
@@ -65,7 +66,7 @@ def _first_records(path, count):
         dataset = tf.data.TFRecordDataset(path, compression_type=detect_compression(path)).take(count)
         return [record.numpy() for record in dataset]
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-        raise InputError(f"TFRecord file {path} cannot be read ({error.message.strip().splitlines()[0]}): check that "
+        raise InputError(f"TFRecord file {path} cannot be read ({read_error_text(error)}): check that "
                          f"it is a TFRecord file written by bert-create-pretraining-data, and recreate it if it is "
                          f"corrupt.") from None
 

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.records import feature_spec as spec_lib
+from bert_tf.records.checked_reading import read_error_text
 from bert_tf.records.compression import detect_compression
 from bert_tf.records.schema import read_schema
 
@@ -43,7 +44,7 @@ def read_records(paths, schema=None, batch_size=1024, max_records=None):
                     return
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
             raise ValueError(f"TFRecord file {path} holds a corrupt or foreign record "
-                             f"({error.message.strip().splitlines()[0]}): recreate it or leave it out of the "
+                             f"({read_error_text(error)}): recreate it or leave it out of the "
                              f"input files.") from None
 
 
