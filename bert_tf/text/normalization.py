@@ -13,7 +13,6 @@ the text is normalized here exactly as the original does it, and FastBertTokeniz
 The per-character work is a `str.translate` over each string's distinct characters, cached per character.
 """
 
-import functools
 import re
 import unicodedata
 
@@ -120,12 +119,16 @@ def unassigned_characters(text):
     """
     if text.isascii():
         return set()
-    return {char for char in set(text) if _category(char) == "Cn"}
+    new = set(text) - _ASSIGNED_SEEN  # set operations in C: most texts end here
+    if not new:
+        return new
+    unassigned = {char for char in new if unicodedata.category(char) == "Cn"}
+    _ASSIGNED_SEEN.update(new - unassigned)
+    return unassigned
 
 
-@functools.lru_cache(maxsize=None)
-def _category(char):
-    return unicodedata.category(char)
+# Characters met so far that this Python's tables assign (the check above skips them).
+_ASSIGNED_SEEN = set()
 
 
 def has_overlong_word(text):
