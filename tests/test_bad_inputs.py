@@ -58,6 +58,30 @@ ROWS = {
     ],
     "pretrain": [
         Row("recipe missing", ["--config=no_such_recipe", "--model_dir={out}/run"], 2, ["no_such_recipe"]),
+        Row("learning rate nan", ["--config={recipe}", "--model_dir={out}/run", "--learning_rate=nan"], 2,
+            ["learning_rate=nan must be a finite number"]),
+        Row("quoted number in a recipe field", ["--config={recipe}", "--model_dir={out}/run",
+                                                "--set=optimizer.beta_1='0.9'"], 2,
+            ["optimizer.beta_1='0.9' must be a finite number: write it without quotes"]),
+        Row("word for a number in the model", ["--config={recipe}", "--model_dir={out}/run",
+                                               "--set=model.layer_norm_eps=tiny"], 2,
+            ["model.layer_norm_eps='tiny' must be a finite number"]),
+        Row("zero batch", ["--config={recipe}", "--model_dir={out}/run", "--train_batch_size=0"], 2,
+            ["train_batch_size=0 must be a positive integer"]),
+        Row("set without a value", ["--config={recipe}", "--model_dir={out}/run", "--set=seed"], 2,
+            ["--set='seed' must be FIELD=VALUE"]),
+        Row("eval file missing", ["--config={recipe}", "--model_dir={out}/run", "--eval_input_file={out}/no.tfrecord"],
+            2, ["eval input (--eval_input_file)", "{out}/no.tfrecord", "matches no file"]),
+        Row("records of another length", ["--config={recipe}", "--model_dir={out}/run", "--max_seq_length=32",
+                                          "--set=model.max_position_embeddings=32"], 2,
+            ["phase 'seq16'", "do not match max_seq_length=32"]),
+        Row("ids above the vocab", ["--config={recipe}", "--model_dir={out}/run", "--vocab_file={small_vocab}"], 2,
+            ["phase 'seq16'", "{records}", "outside [0, vocab_size=16)"]),
+        Row("corrupt train records", ["--config={recipe}", "--model_dir={out}/run",
+                                      "--input_file={corrupt_records}"], 2, ["{corrupt_records}", "recreate it"]),
+        Row("model_dir is a file", ["--config={recipe}", "--model_dir={file}"], 2, ["{file}"]),
+        Row("peak_tflops zero", ["--config={recipe}", "--model_dir={out}/run", "--peak_tflops=0"], 2,
+            ["--peak_tflops=0.0 must be a positive number"]),
     ],
     "export": [
         Row("model_dir missing", ["--model_dir={out}/none", "--output_dir={out}/exported"], 2, ["{out}/none"]),
@@ -85,9 +109,27 @@ def paths(tmp_path_factory):
     data = bytearray((root / "records.tfrecord").read_bytes())
     data[len(data) // 2] ^= 0xFF  # inside a record's payload: its checksum no longer matches
     (root / "corrupt.tfrecord").write_bytes(bytes(data))
+    write_vocab(root / "small_vocab.txt", 16)
+    (root / "recipe.yaml").write_text(TINY_RECIPE.format(records=root / "records.tfrecord", vocab=root / "vocab.txt"))
     return {"dir": root / "dir", "file": root / "file", "corpus": root / "corpus.txt", "vocab": root / "vocab.txt",
             "empty": root / "empty.txt", "vocab_without_mask": root / "vocab_without_mask.txt",
-            "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord"}
+            "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
+            "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml"}
+
+
+# A bert-pretrain recipe that would train (a few steps of a tiny model on `records`) but for the row's flag.
+TINY_RECIPE = """
+name: tiny
+model: {{preset: tiny, hidden_size: 16, intermediate_size: 32, num_attention_heads: 2, num_hidden_layers: 1,
+         max_position_embeddings: 16}}
+vocab_file: {vocab}
+train_batch_size: 2
+num_train_steps: 2
+num_warmup_steps: 1
+iterations_per_loop: 1
+save_checkpoints_steps: 1
+phases: [{{name: seq16, num_steps: 2, max_seq_length: 16, max_predictions_per_seq: 3, input_file: {records}}}]
+"""
 
 
 @pytest.mark.parametrize("command, row", [(command, row) for command, rows in ROWS.items() for row in rows],

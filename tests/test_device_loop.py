@@ -153,3 +153,33 @@ def test_stop_flag_ends_the_loop_after_the_current_step():
     assert result.steps == 0 and trainer.step == 0
     trainer.stop_requested.assign(False)
     assert trainer.train(iter(dataset(3)), 3).steps == 3 and trainer.step == 3
+
+
+EVAL_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    sys.path.insert(0, "tests")
+    from test_device_loop import make_trainer, dataset
+    from bert_tf.training.evaluation import evaluate
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    model = make_trainer(strategy).model
+    batches = dataset(3)
+    print(json.dumps({"mirrored": evaluate(model, batches, strategy=strategy),
+                      "one_device": evaluate(model, batches, strategy=tf.distribute.get_strategy())}))
+""")
+
+
+def test_evaluation_on_two_replicas_equals_one_device():
+    """Each eval batch split over two replicas (strategy.run) gives the numbers of the whole batch on one device
+    (which tests/test_evaluation.py checks against the original metric_fn)."""
+    run = subprocess.run([sys.executable, "-c", EVAL_SCRIPT], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads(run.stdout.strip().splitlines()[-1])
+    mirrored, one_device = results["mirrored"], results["one_device"]
+    assert mirrored["eval_batches"] == one_device["eval_batches"] == 3
+    assert set(mirrored) == set(one_device) and "next_sentence_accuracy" in mirrored
+    for name, value in one_device.items():
+        np.testing.assert_allclose(mirrored[name], value, rtol=1e-5, err_msg=name)

@@ -180,7 +180,7 @@ flag_names = sorted(f.name for f in pretrain.FLAGS.get_flags_for_module(pretrain
 print(json.dumps({"recipes": recipes, "flags": flag_names}))
 """
 # The CLI's flags that are not recipe fields: where the run goes and how fast the hardware is.
-NOT_RECIPE_FLAGS = {"config", "model_dir", "strategy", "tpu", "peak_tflops"}
+NOT_RECIPE_FLAGS = {"config", "model_dir", "strategy", "tpu", "peak_tflops", "set"}
 
 
 def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
@@ -199,13 +199,17 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
             argv.append(f"--{name}" if value else f"--no{name}")
         else:
             argv += [f"--{name}={v}" for v in (value if isinstance(value, list) else [value])]
-    done = subprocess.run([sys.executable, "-c", RECIPES_FROM_ARGVS, json.dumps([argv, argv[:3]])], cwd=REPO,
+    settings = argv[:3] + ["--set=optimizer.beta_1=0.95", "--set=phases.1.max_seq_length=24",
+                           "--set=model.hidden_dropout_prob=0"]
+    done = subprocess.run([sys.executable, "-c", RECIPES_FROM_ARGVS, json.dumps([argv, argv[:3], settings])], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     output = json.loads(done.stdout.strip().splitlines()[-1])
     # No flag of the CLI is left out of this test: a new one must be wired into the recipe and added above.
     assert set(output["flags"]) == set(overrides) | NOT_RECIPE_FLAGS
-    got, untouched = output["recipes"]
+    got, untouched, set_by_path = output["recipes"]
+    assert set_by_path["optimizer"]["beta_1"] == 0.95 and set_by_path["model"]["hidden_dropout_prob"] == 0
+    assert [p["max_seq_length"] for p in set_by_path["phases"]] == [16, 24]
 
     assert [p["input_file"] for p in got["phases"]] == ["p1-*.tfrecord", "p2-*.tfrecord"]
     assert [p["max_seq_length"] for p in got["phases"]] == [12, 24]

@@ -8,12 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf import model_dir as model_dir_lib
+from bert_tf.errors import InputError
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training import pretraining
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
 from bert_tf.training.recipe import Recipe
 from bert_tf.training.training_log import read_history
+from helpers import tiny_config
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED = 16, 4
@@ -197,3 +200,23 @@ def test_options_reach_the_training_loop(data, tmp_path, built):
     assert dtypes["Softmax"] == {"float32"} and "bfloat16" in dtypes["MatMul"]
     # The checkpoint holds float32 weights that load as a float32 model.
     assert {v.dtype for v in load_pretrainer(result.model_dir).trainable_variables} == {"float32"}
+
+
+def test_bad_eval_input_fails_before_training_and_leaves_nothing(data, tmp_path):
+    model_dir = str(tmp_path / "run")
+    with pytest.raises(InputError, match=r"the eval input \(--eval_input_file\): .*missing.tfrecord"):
+        run_pretraining(tiny_recipe(data, eval_input_file=str(tmp_path / "missing.tfrecord")), model_dir,
+                        peak_tflops=1.0)
+    assert not os.path.exists(model_dir) or os.listdir(model_dir) == []
+
+
+def test_a_failed_start_does_not_block_the_retry(data, tmp_path):
+    # What a start that failed after writing its config leaves: a bert_config.json of another model, no checkpoint.
+    model_dir = str(tmp_path / "run")
+    model_dir_lib.write_config(model_dir, tiny_config(hidden_size=32))
+    result = run_pretraining(tiny_recipe(data, num_train_steps=2, num_warmup_steps=1), model_dir, peak_tflops=1.0)
+    assert result.completed and model_dir_lib.read_config(model_dir).hidden_size == 16
+    # A real run of another model still is refused.
+    with pytest.raises(ValueError, match=r"holds a run of another model \(hidden_size: saved 16, now 32"):
+        run_pretraining(tiny_recipe(data, num_train_steps=2, num_warmup_steps=1).override(
+            {"model.hidden_size": 32, "model.intermediate_size": 64}), model_dir, peak_tflops=1.0)

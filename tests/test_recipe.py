@@ -4,6 +4,8 @@ import dataclasses
 
 import pytest
 
+from bert_tf.errors import InputError
+from bert_tf.training.pretraining import resolve_bert_config
 from bert_tf.training.recipe import Recipe, RecipeError, check_ready, load_recipe
 
 
@@ -19,7 +21,7 @@ def test_paper_recipes_state_the_original_run(name, hidden, layers):
     assert [(p.num_steps, p.max_seq_length, p.max_predictions_per_seq) for p in recipe.phases] == [
         (900_000, 128, 20), (100_000, 512, 80)]
     assert recipe.phase_ends == [900_000, 1_000_000]
-    config = recipe.bert_config()
+    config = resolve_bert_config(recipe)
     assert (config.hidden_size, config.num_hidden_layers, config.vocab_size) == (hidden, layers, 30522)
     assert config.hidden_dropout_prob == config.attention_probs_dropout_prob == 0.1
     assert (recipe.mixed_precision, recipe.jit_compile, recipe.use_next_sentence,
@@ -30,7 +32,7 @@ def test_demo_recipe_takes_vocab_size_from_the_vocab(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(f"t{i}" for i in range(1000)) + "\n")
     recipe = load_recipe("demo_cpu").with_overrides(vocab_file=str(vocab))
-    config = recipe.bert_config()
+    config = resolve_bert_config(recipe)
     assert (config.hidden_size, config.num_hidden_layers, config.vocab_size) == (128, 2, 1000)
 
 
@@ -92,3 +94,50 @@ def test_to_dict_round_trip():
     recipe = load_recipe("bert_large_paper")
     assert Recipe.from_dict(recipe.to_dict()) == recipe
     assert dataclasses.replace(recipe, seed=1) != recipe
+
+
+def write_yaml(tmp_path, text):
+    path = tmp_path / "custom.yaml"
+    base = load_recipe("demo_cpu").to_dict()
+    import yaml
+    path.write_text(yaml.safe_dump(base) + text)
+    return str(path)
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("optimizer: {beta_1: '0.9'}\n", r"optimizer.beta_1='0.9' must be a finite number: write it without quotes "
+                                     r"\(beta_1: 0.9\)"),
+    ("model: {preset: tiny, layer_norm_eps: tiny}\n", r"model.layer_norm_eps='tiny' must be a finite number"),
+    ("model: {preset: tiny, layer_norm_eps: '1e-7'}\n", r"model.layer_norm_eps='1e-7' must be a finite number: "
+                                                        r"write it without quotes"),
+    ("train_batch_size: 32.5\n", r"train_batch_size=32.5 must be an integer"),
+    ("jit_compile: 'no'\n", r"jit_compile='no' must be true or false"),
+    ("learning_rate: .nan\n", r"learning_rate=nan must be a finite number"),
+    ("eval: {eval_batch_size: 0}\n", r"eval.eval_batch_size=0 must be a positive integer"),
+    ("dynamic_masking: {masked_lm_prob: 1.5}\n", r"dynamic_masking.masked_lm_prob=1.5 must lie in \(0, 1\)"),
+])
+def test_type_and_range_errors_are_one_line_naming_the_field(tmp_path, yaml_text, message):
+    with pytest.raises(RecipeError, match=message) as error:
+        load_recipe(write_yaml(tmp_path, yaml_text))
+    assert "\n" not in str(error.value) and isinstance(error.value, InputError)
+
+
+def test_yaml_exponents_without_a_dot_are_numbers(tmp_path):
+    # PyYAML (YAML 1.1) reads 1e-4 as a string; recipes read it as YAML 1.2 does.
+    recipe = load_recipe(write_yaml(tmp_path, "learning_rate: 1e-4\noptimizer: {epsilon: 1e-6}\n"))
+    assert recipe.learning_rate == 1e-4 and recipe.optimizer.epsilon == 1e-6
+
+
+def test_dotted_overrides_reach_every_section():
+    recipe = load_recipe("bert_base_paper").override({
+        "optimizer.beta_1": "0.95", "model.hidden_dropout_prob": 0.0, "eval.max_eval_steps": "7",
+        "phases.1.max_seq_length": 256, "dynamic_masking.do_whole_word_mask": "true", "shuffle_buffer": "1000",
+        "phases.input_file": ["a-*.tfrecord", "1e-4"]})
+    assert recipe.optimizer.beta_1 == 0.95 and recipe.model.overrides["hidden_dropout_prob"] == 0.0
+    assert recipe.eval.max_eval_steps == 7 and recipe.dynamic_masking.do_whole_word_mask is True
+    assert [p.max_seq_length for p in recipe.phases] == [128, 256] and recipe.shuffle_buffer == 1000
+    assert [p.input_file for p in recipe.phases] == ["a-*.tfrecord", "1e-4"]  # file names stay strings
+    with pytest.raises(RecipeError, match=r"Unknown override 'optimizer.beta1': use a recipe field"):
+        load_recipe("bert_base_paper").override({"optimizer.beta1": 0.9})
+    with pytest.raises(RecipeError, match=r"optimizer.beta_1=1.5 must lie in \[0, 1\)"):
+        load_recipe("bert_base_paper").override({"optimizer.beta_1": "1.5"})

@@ -13,7 +13,7 @@ checkpoint stays the latest), 143 stopped by SIGTERM after saving a checkpoint.
 from absl import flags
 
 from bert_tf.cli import app
-from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, load_recipe
+from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, RecipeError, load_recipe
 from bert_tf.training.strategy import STRATEGIES
 
 FLAGS = flags.FLAGS
@@ -48,28 +48,33 @@ flags.DEFINE_boolean("dynamic_masking", None, "Draw new masks for every batch (R
 flags.DEFINE_boolean("use_next_sentence", None, "Train the next-sentence loss (false: masked LM only).")
 flags.DEFINE_integer("seed", None, "Seed of the initialisation, the data order and dropout.")
 flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: measured).")
+flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE read as YAML), e.g. "
+                          "--set=optimizer.beta_1=0.95 --set=model.hidden_dropout_prob=0 "
+                          "--set=phases.1.max_seq_length=256.")
+
+# The flags that say where and how the run goes; every other flag of this module overrides the recipe field of
+# its name (see `Recipe.with_overrides`).
+_RUN_FLAGS = ("config", "model_dir", "strategy", "tpu", "peak_tflops", "set")
 
 
 def recipe_from_flags(flag_values=FLAGS):
-    """The recipe `--config` names with the override flags applied (a flag left unset keeps the recipe's value).
-
-    Raises `RecipeError` naming the flag or field that is wrong.
+    """The recipe `--config` names with the override flags applied (a flag left unset keeps the recipe's value),
+    then `--set FIELD=VALUE` settings. Raises `RecipeError` naming the flag or field that is wrong.
 
     Example:
     >>> rest = FLAGS(["bert-pretrain", "--config=demo_cpu", "--model_dir=runs/x", "--optimizer=lamb"])
     >>> recipe_from_flags().optimizer.name
     'lamb'
     """
-    f = flag_values
-    return load_recipe(f.config).with_overrides(
-        input_file=f.input_file, bert_config_file=f.bert_config_file, init_checkpoint=f.init_checkpoint,
-        vocab_file=f.vocab_file, train_batch_size=f.train_batch_size, num_train_steps=f.num_train_steps,
-        num_warmup_steps=f.num_warmup_steps, learning_rate=f.learning_rate, max_seq_length=f.max_seq_length,
-        max_predictions_per_seq=f.max_predictions_per_seq, save_checkpoints_steps=f.save_checkpoints_steps,
-        iterations_per_loop=f.iterations_per_loop, max_micro_batch_size=f.max_micro_batch_size,
-        mixed_precision=f.mixed_precision, jit_compile=f.jit_compile, eval_input_file=f.eval_input_file,
-        optimizer=f.optimizer, dynamic_masking=f.dynamic_masking, use_next_sentence=f.use_next_sentence,
-        seed=f.seed)
+    names = [f.name for f in flag_values.get_flags_for_module(__name__) if f.name not in _RUN_FLAGS]
+    recipe = load_recipe(flag_values.config).with_overrides(**{name: flag_values[name].value for name in names})
+    settings = {}
+    for setting in flag_values.set or ():
+        field, sep, value = setting.partition("=")
+        if not sep or not field.strip():
+            raise RecipeError(f"--set={setting!r} must be FIELD=VALUE, e.g. --set=optimizer.beta_1=0.95.")
+        settings[field.strip()] = value
+    return recipe.override(settings) if settings else recipe
 
 
 def main(argv):

@@ -33,35 +33,12 @@ class AdamWeightDecay(WeightDecayOptimizer):
 
     def __init__(self, learning_rate=1e-4, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
                  exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, name="adam_weight_decay", **kwargs):
-        super().__init__(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
-                         exclude_from_weight_decay=exclude_from_weight_decay, name=name, **kwargs)
-        self.beta_1 = float(beta_1)
-        self.beta_2 = float(beta_2)
-        self.epsilon = float(epsilon)
-
-    def build(self, variables):
-        if self.built:
-            return
-        super().build(variables)
-        # The original's slot names: `<param>/adam_m` and `<param>/adam_v`.
-        self._m = [self.add_variable_from_reference(v, name="adam_m") for v in variables]
-        self._v = [self.add_variable_from_reference(v, name="adam_v") for v in variables]
+        super().__init__(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate, beta_1=beta_1,
+                         beta_2=beta_2, epsilon=epsilon, exclude_from_weight_decay=exclude_from_weight_decay,
+                         name=name, **kwargs)
 
     def update_step(self, gradient, variable, learning_rate):
-        index = self._get_variable_index(variable)
-        m, v = self._m[index], self._v[index]
         gradient = ops.cast(gradient, variable.dtype)
-        lr = ops.cast(learning_rate, variable.dtype)
-        next_m = ops.add(ops.multiply(self.beta_1, m), ops.multiply(1.0 - self.beta_1, gradient))
-        next_v = ops.add(ops.multiply(self.beta_2, v), ops.multiply(1.0 - self.beta_2, ops.square(gradient)))
-        update = ops.divide(next_m, ops.add(ops.sqrt(next_v), self.epsilon))
-        if self._decays(variable):
-            update = ops.add(update, ops.multiply(self.weight_decay_rate, variable))
-        self.assign(m, next_m)
-        self.assign(v, next_v)
-        self.assign_sub(variable, ops.multiply(lr, update))
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
-        return config
+        moments = self._moments(gradient, variable)
+        _, _, next_m, next_v = moments
+        self._apply(variable, moments, ops.divide(next_m, ops.add(ops.sqrt(next_v), self.epsilon)), learning_rate)

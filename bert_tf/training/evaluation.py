@@ -4,43 +4,54 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.records.reader import read_records
+from bert_tf.training.strategy import split_per_replica, worker_layout
 
 EVAL_METRICS = ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss", "loss")
+# What each replica sums over its slice of a batch, packed in this order.
+_SUM_NAMES = ("mlm_correct", "mlm_loss", "mlm_weight")
+_NSP_SUM_NAMES = ("nsp_correct", "nsp_loss", "examples")
 
 
-def evaluate(model, dataset, max_steps=None):
-    """The original `metric_fn` over (at most `max_steps` batches of) `dataset`.
+def evaluate(model, dataset, max_steps=None, strategy=None):
+    """The original `metric_fn` over (at most `max_steps` batches of) `dataset`, computed on the replicas.
 
     masked_lm_accuracy: `tf.metrics.accuracy` of the argmax at the masked positions, weighted by
     `masked_lm_weights`, over all positions of all batches. masked_lm_loss: the weighted mean of the per-position
     loss (`tf.metrics.mean(masked_lm_example_loss, weights)`). next_sentence_accuracy / next_sentence_loss: means over
     all examples. loss: the mean over batches of the training loss (what the Estimator reported as `loss`).
-    Runs on this process's model in the cross-replica context (every worker computes the same numbers).
+
+    Each batch is split over this worker's replicas (`strategy.run`); every replica sums its slice's counts into
+    one packed vector, summed across replicas once per batch, so the numbers are those of the whole batch on any
+    number of replicas. With several workers, each reads the whole eval input (its batches are identical), so the
+    cross-worker sum is divided by the number of workers and every worker reports the same numbers.
 
     Args:
-        model: a `BertPretrainer`.
+        model: a `BertPretrainer` (created under `strategy`'s scope when one is given).
         dataset: batches of pre-training features (`pretraining_dataset(..., is_training=False)`).
         max_steps: the original `--max_eval_steps` (None: the whole dataset).
+        strategy: the `tf.distribute.Strategy` to evaluate on; the current one when None.
 
     Returns:
         A dict of floats with `EVAL_METRICS` and `eval_batches` (and the NSP ones only when the model uses NSP).
 
     Example:
-    >>> evaluate(model, pretraining_dataset("heldout.tfrecord", 128, 20, 8, is_training=False), max_steps=100)  # doctest: +SKIP
+    >>> evaluate(model, pretraining_dataset("heldout.tfrecord", 128, 20, 8, is_training=False),
+    ...          max_steps=100)  # doctest: +SKIP
     {'masked_lm_accuracy': 0.41, 'masked_lm_loss': 3.2, ..., 'eval_batches': 100}
     """
+    strategy = strategy or tf.distribute.get_strategy()
+    layout = worker_layout(strategy)
+    names = _SUM_NAMES + (_NSP_SUM_NAMES if model.use_next_sentence else ())
 
-    @tf.function
-    def batch_sums(features):
+    def replica_sums(features):
         outputs = model(features, training=False)
-        losses = model.compute_losses(outputs, features)
         log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)
         ids = tf.cast(features["masked_lm_ids"], tf.int32)
         weights = tf.cast(features["masked_lm_weights"], tf.float32)
         example_loss = -tf.gather(log_probs, ids, batch_dims=2)
         correct = tf.cast(tf.equal(tf.argmax(log_probs, -1, output_type=tf.int32), ids), tf.float32)
         sums = {"mlm_correct": tf.reduce_sum(weights * correct), "mlm_loss": tf.reduce_sum(weights * example_loss),
-                "mlm_weight": tf.reduce_sum(weights), "loss": losses["loss"]}
+                "mlm_weight": tf.reduce_sum(weights)}
         if model.use_next_sentence:
             nsp_log_probs = tf.nn.log_softmax(tf.cast(outputs["nsp_logits"], tf.float32), axis=-1)
             labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
@@ -48,26 +59,39 @@ def evaluate(model, dataset, max_steps=None):
                 tf.cast(tf.equal(tf.argmax(nsp_log_probs, -1, output_type=tf.int32), labels), tf.float32))
             sums["nsp_loss"] = -tf.reduce_sum(tf.gather(nsp_log_probs, labels, batch_dims=1))
             sums["examples"] = tf.cast(tf.size(labels), tf.float32)
-        return sums
+        return tf.stack([sums[name] for name in names])
 
-    totals, batches = {}, 0
+    @tf.function
+    def batch_sums(batch):
+        per_replica = strategy.run(replica_sums, args=(split_per_replica(strategy, layout, batch),))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    totals, batch_losses = np.zeros(len(names)), []
     for features in dataset:
-        if max_steps is not None and batches >= max_steps:
+        if max_steps is not None and len(batch_losses) >= max_steps:
             break
-        for name, value in batch_sums(features).items():
-            totals[name] = totals.get(name, 0.0) + float(value.numpy())
-        batches += 1
-    if not batches:
+        if features["input_word_ids"].shape[0] % layout.local_replicas:
+            raise ValueError(f"eval_batch_size={features['input_word_ids'].shape[0]} does not split over this "
+                             f"worker's {layout.local_replicas} replicas: use a multiple of {layout.local_replicas}.")
+        sums = dict(zip(names, batch_sums(features).numpy().astype(np.float64) / layout.num_pipelines))
+        totals += [sums[name] for name in names]
+        # The training loss of the batch as `pretraining_losses` computes it, from the batch's sums.
+        loss = sums["mlm_loss"] / (sums["mlm_weight"] + 1e-5)
+        if model.use_next_sentence:
+            loss += sums["nsp_loss"] / sums["examples"]
+        batch_losses.append(loss)
+    if not batch_losses:
         raise ValueError("The evaluation input yielded no batch: it holds fewer records than eval_batch_size "
                          "(batches drop the remainder); use more held-out records or a smaller eval_batch_size.")
+    totals = dict(zip(names, totals))
     results = {"masked_lm_accuracy": totals["mlm_correct"] / max(totals["mlm_weight"], 1e-5),
                "masked_lm_loss": totals["mlm_loss"] / max(totals["mlm_weight"], 1e-5)}
     if model.use_next_sentence:
         results["next_sentence_accuracy"] = totals["nsp_correct"] / totals["examples"]
         results["next_sentence_loss"] = totals["nsp_loss"] / totals["examples"]
-    results["loss"] = totals["loss"] / batches
-    results["eval_batches"] = batches
-    return results
+    results["loss"] = float(np.mean(batch_losses))
+    results["eval_batches"] = len(batch_losses)
+    return {k: float(v) if k != "eval_batches" else v for k, v in results.items()}
 
 
 def unigram_baseline(train_files, eval_files):

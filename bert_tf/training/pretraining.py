@@ -8,6 +8,7 @@ shapes, so the loop function retraces for it.
 """
 
 import dataclasses
+import math
 import os
 import time
 
@@ -18,7 +19,7 @@ from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.config import BertConfig
-from bert_tf.errors import NonFiniteLossError
+from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.modeling.pretrainer import BertPretrainer
@@ -31,12 +32,15 @@ from bert_tf.training.flops import training_flops_per_sequence
 from bert_tf.training.peak_flops import measure_peak_flops
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.preemption import PreemptionWatcher
-from bert_tf.training.recipe import check_ready
+from bert_tf.text.vocabulary import read_vocab_file
+from bert_tf.training.preflight import check_run_inputs
+from bert_tf.training.recipe import RecipeError, check_ready
 from bert_tf.training.strategy import check_same_on_all_workers, worker_layout
 from bert_tf.training.trainer import Trainer
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
 
-__all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "create_pretrainer", "run_pretraining"]
+__all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "create_pretrainer", "resolve_bert_config",
+           "run_pretraining"]
 
 RECIPE_FILE = "recipe.yaml"
 _COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
@@ -111,6 +115,9 @@ class PretrainingRun:
         self.recipe = recipe
         self.model_dir = model_dir
         self.strategy = strategy or tf.distribute.get_strategy()
+        if peak_tflops is not None and not (isinstance(peak_tflops, (int, float)) and 0 < peak_tflops < math.inf):
+            raise InputError(f"--peak_tflops={peak_tflops!r} must be a positive number (the devices' peak TFLOP/s "
+                             f"together), or left out to measure it.")
         self.peak_tflops = peak_tflops
         self.started = time.perf_counter()
 
@@ -131,10 +138,15 @@ class PretrainingRun:
         self.layout = worker_layout(self.strategy)
         self.ckpt_dir = checkpoint_dir(self.model_dir, self.layout)
         self.position = saved_position(self.ckpt_dir)
-        self.config = recipe.bert_config(_init_checkpoint_config(recipe))
-        _check_model_dir_config(self.model_dir, self.config)
+        self.config = resolve_bert_config(recipe)
+        if tf.train.latest_checkpoint(self.model_dir):  # a config without a checkpoint is a failed start's
+            _check_model_dir_config(self.model_dir, self.config)
         for phase in recipe.phases:
             self.layout.worker_batch_size(recipe.phase_batch_size(phase))
+        self.masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
+                                     recipe.dynamic_masking.do_whole_word_mask)
+                       if recipe.dynamic_masking.enabled else None)
+        check_run_inputs(recipe, self.config, self.masker)
         if self.layout.is_chief:
             _write_model_dir_files(self.model_dir, self.config, recipe)
 
@@ -150,9 +162,6 @@ class PretrainingRun:
         start_step = self.position[1] if self.position else 0
         check_same_on_all_workers(self.strategy, self.layout, "step of the latest checkpoint", start_step)
         self.log = TrainingLog(self.model_dir, self.layout.is_chief, start_step, recipe.num_train_steps)
-        self.masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
-                                     recipe.dynamic_masking.do_whole_word_mask)
-                       if recipe.dynamic_masking.enabled else None)
         self.step, self.restored = start_step, self.position is None
 
     def train(self):
@@ -187,7 +196,7 @@ class PretrainingRun:
         return False
 
     def finish(self, preempted):
-        """Evaluates a completed run, draws the curves and writes the summary."""
+        """Evaluates a completed run, draws the curves and writes the summary (not when preempted)."""
         recipe, model_dir = self.recipe, self.model_dir
         if not self.restored:  # the run had finished already: its final weights, for the eval
             tf.train.Checkpoint(model=self.model).restore(self.position[0]).expect_partial() \
@@ -197,7 +206,7 @@ class PretrainingRun:
         eval_results = self.controller.evaluate() if completed else None
         history = read_history(os.path.join(model_dir, HISTORY_FILE))
         curves = summary = None
-        if self.layout.is_chief:
+        if self.layout.is_chief and not preempted:  # a preempted run has seconds left: the resumed run reports
             curves = report.plot_curves(history, os.path.join(model_dir, report.CURVES_FILE), eval_results,
                                         self.step if eval_results else None, title=f"{recipe.name}: {model_dir}")
             lines = report.summary_lines(recipe, self.config, self.step, history, eval_results,
@@ -220,7 +229,7 @@ class PretrainingRun:
                                       spec.max_predictions_per_seq or last.max_predictions_per_seq,
                                       spec.eval_batch_size, is_training=False, seed=self.recipe.seed,
                                       masker=self.masker)
-        return evaluate(self.model, dataset, spec.max_eval_steps)
+        return evaluate(self.model, dataset, spec.max_eval_steps, self.strategy)
 
 
 def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):
@@ -236,10 +245,37 @@ def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True)
     return BertPretrainer(config, use_next_sentence=use_next_sentence, dtype=dtype)
 
 
-def _init_checkpoint_config(recipe):
-    if recipe.init_checkpoint and model_dir_lib.has_config(recipe.init_checkpoint):
-        return model_dir_lib.read_config(recipe.init_checkpoint)
-    return None
+def resolve_bert_config(recipe):
+    """The run's `BertConfig`: the recipe's `bert_config_file`, else the init checkpoint's config, else its preset
+    (with vocab_size from `vocab_file`); then the recipe's model overrides. Errors name the field and the fix.
+
+    >>> resolve_bert_config(load_recipe("bert_base_paper")).hidden_size  # doctest: +SKIP
+    768
+    """
+    spec = recipe.model
+    vocab_size = len(read_vocab_file(recipe.vocab_file)) if recipe.vocab_file else None
+    if spec.bert_config_file:
+        with tf.io.gfile.GFile(spec.bert_config_file, "r") as f:
+            config = BertConfig.from_json_string(f.read(), spec.bert_config_file)
+    elif recipe.init_checkpoint and model_dir_lib.has_config(recipe.init_checkpoint):
+        logging.info("Model architecture from init_checkpoint %s.", recipe.init_checkpoint)
+        config = model_dir_lib.read_config(recipe.init_checkpoint)
+    else:
+        config = BertConfig.preset(spec.preset)
+        if vocab_size:
+            config = config.replace(vocab_size=vocab_size)
+    try:
+        config = config.replace(**spec.overrides)
+    except ValueError as e:
+        raise RecipeError(f"Recipe {recipe.name!r}: model: {e}") from None
+    if vocab_size and vocab_size > config.vocab_size:
+        raise RecipeError(f"vocab_file {recipe.vocab_file} has {vocab_size} tokens but the model's vocab_size is "
+                          f"{config.vocab_size}: use the model's vocab or a config with a matching vocab_size.")
+    for phase in recipe.phases:
+        if phase.max_seq_length > config.max_position_embeddings:
+            raise RecipeError(f"phases[{phase.name}].max_seq_length={phase.max_seq_length} exceeds the model's "
+                              f"max_position_embeddings={config.max_position_embeddings}.")
+    return config
 
 
 def _check_model_dir_config(model_dir, config):

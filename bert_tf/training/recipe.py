@@ -1,12 +1,23 @@
-"""A pre-training recipe as data: a YAML file under configs/pretrain/ loaded into frozen dataclasses, validated
-with errors that name the field, and overridden by the `bert-pretrain` flags.
+"""A pre-training recipe as data, one job per part:
+
+- the schema: the frozen dataclasses below; every section checks its own fields when it is built (types from the
+  annotations, ranges in its `_rules`), and errors name the field, the value and the fix;
+- YAML loading: `load_recipe` (numbers in YAML 1.2's syntax, so `1e-4` is a number, not a string);
+- overrides: `Recipe.override({"optimizer.beta_1": 0.95, "phases.input_file": [...]})`, one mechanism for every
+  field, which `with_overrides(**flags)` and `bert-pretrain`'s flags go through.
+
+So adding a recipe field touches the dataclass it belongs to (with its rule) and the YAML files that set it.
+The model's `BertConfig` is resolved where the run is assembled (`training/pretraining.py`).
 
 One recipe is one run: one learning-rate schedule and one step counter over all its phases. Each phase has its
 own input files and sequence lengths (the paper: 900,000 steps at 128 tokens, then 100,000 at 512).
 """
 
 import dataclasses
+import math
 import os
+import re
+import typing
 from typing import Optional
 
 import tensorflow as tf
@@ -14,36 +25,109 @@ import yaml
 from absl import logging
 
 from bert_tf.config import BertConfig, configs_dir
+from bert_tf.errors import InputError
 from bert_tf.training.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
 OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
+# The original scripts' flag names for fields that live in a section.
+ALIASES = {"optimizer": "optimizer.name", "dynamic_masking": "dynamic_masking.enabled",
+           "eval_input_file": "eval.input_file", "bert_config_file": "model.bert_config_file"}
 
 
-class RecipeError(ValueError):
+class RecipeError(InputError):
     """A recipe field has a wrong value; the message names the field, the value and the fix."""
 
 
+def check_field_types(spec, prefix=""):
+    """Raises `RecipeError` naming the first field of the dataclass `spec` whose value is not of its annotated
+    type (int, float, bool, str, tuple of strings, optionally None); a number written as a string is named so."""
+    hints = typing.get_type_hints(type(spec))
+    for field in dataclasses.fields(spec):
+        value, kind = getattr(spec, field.name), hints[field.name]
+        optional = type(None) in typing.get_args(kind)
+        if optional:
+            if value is None:
+                continue
+            kind = next(a for a in typing.get_args(kind) if a is not type(None))
+        expected = _TYPE_CHECKS.get(kind)
+        if expected is None or expected[0](value):
+            continue
+        fix = ""
+        if isinstance(value, str) and _parses_as_number(value):
+            fix = f": write it without quotes ({field.name}: {value})"
+        raise RecipeError(f"{prefix}{field.name}={value!r} must be {expected[1]}{' or null' if optional else ''}"
+                          f"{fix}.")
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_TYPE_CHECKS = {
+    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    float: (_is_number, "a finite number"),
+    bool: (lambda v: isinstance(v, bool), "true or false"),
+    str: (lambda v: isinstance(v, str), "a string"),
+    typing.Tuple[str, ...]: (lambda v: isinstance(v, tuple) and all(isinstance(x, str) for x in v),
+                             "a list of strings"),
+}
+
+
+def _parses_as_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+class _Section:
+    """A recipe section: checks its fields' types (from the annotations) and its `_rules` when built."""
+
+    SECTION = ""
+
+    def __post_init__(self):
+        check_field_types(self, f"{self.SECTION}." if self.SECTION else "")
+        for field, ok, rule in self._rules():
+            if not ok:
+                raise RecipeError(f"{self.SECTION + '.' if self.SECTION else ''}{field}={getattr(self, field)!r} "
+                                  f"{rule}.")
+
+    def _rules(self):
+        return ()
+
+
 @dataclasses.dataclass(frozen=True)
-class OptimizerSpec:
+class OptimizerSpec(_Section):
     """The optimizer: "adamw" is the original AdamWeightDecay, "lamb" the large-batch option.
 
     `clip_norm` is the global gradient norm clip (1.0 in the original; null for none).
     """
 
+    SECTION = "optimizer"
     name: str = "adamw"
     beta_1: float = 0.9
     beta_2: float = 0.999
     epsilon: float = 1e-6
     weight_decay_rate: float = 0.01
-    exclude_from_weight_decay: tuple = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+    exclude_from_weight_decay: typing.Tuple[str, ...] = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
     clip_norm: Optional[float] = 1.0
+
+    def _rules(self):
+        return (("name", self.name in OPTIMIZERS, f"must be one of {', '.join(OPTIMIZERS)}"),
+                ("beta_1", 0.0 <= self.beta_1 < 1.0, "must lie in [0, 1)"),
+                ("beta_2", 0.0 <= self.beta_2 < 1.0, "must lie in [0, 1)"),
+                ("epsilon", self.epsilon > 0, "must be positive (the original uses 1e-6)"),
+                ("weight_decay_rate", self.weight_decay_rate >= 0, "must be >= 0"),
+                ("clip_norm", self.clip_norm is None or self.clip_norm > 0,
+                 "must be positive or null (no clipping)"))
 
 
 @dataclasses.dataclass(frozen=True)
-class Phase:
+class Phase(_Section):
     """A stretch of the run with its own input files and lengths. `num_steps` counts this phase's steps;
-    `train_batch_size` (global) defaults to the recipe's."""
+    `train_batch_size` (global) defaults to the recipe's. (Checked by the recipe, which knows its index.)"""
 
     name: str
     num_steps: int
@@ -52,38 +136,63 @@ class Phase:
     input_file: Optional[str] = None
     train_batch_size: Optional[int] = None
 
+    def __post_init__(self):
+        pass
+
 
 @dataclasses.dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(_Section):
     """The model: a preset name or a `bert_config.json`, plus `BertConfig` field overrides (e.g. dropout)."""
 
+    SECTION = "model"
     preset: Optional[str] = "base"
     bert_config_file: Optional[str] = None
     overrides: dict = dataclasses.field(default_factory=dict)
 
+    def _rules(self):
+        return (("preset", bool(self.preset) != bool(self.bert_config_file),
+                 f"and bert_config_file={self.bert_config_file!r}: give exactly one of preset and "
+                 f"bert_config_file"),)
+
 
 @dataclasses.dataclass(frozen=True)
-class DynamicMaskingSpec:
+class DynamicMaskingSpec(_Section):
     """RoBERTa's dynamic masking (an option): masks drawn again for every batch with the original rules."""
 
+    SECTION = "dynamic_masking"
     enabled: bool = False
     masked_lm_prob: float = 0.15
     do_whole_word_mask: bool = False
 
+    def _rules(self):
+        return (("masked_lm_prob", 0.0 < self.masked_lm_prob < 1.0, "must lie in (0, 1)"),)
+
 
 @dataclasses.dataclass(frozen=True)
-class EvalSpec:
+class EvalSpec(_Section):
     """Evaluation on held-out records (the original `--do_eval`); lengths default to the last phase's."""
 
+    SECTION = "eval"
     input_file: Optional[str] = None
     eval_batch_size: int = 8
     max_eval_steps: int = 100
     max_seq_length: Optional[int] = None
     max_predictions_per_seq: Optional[int] = None
 
+    def _rules(self):
+        return (("eval_batch_size", self.eval_batch_size > 0, "must be a positive integer"),
+                ("max_eval_steps", self.max_eval_steps > 0, "must be a positive integer"),
+                ("max_seq_length", self.max_seq_length is None or self.max_seq_length > 0,
+                 "must be a positive integer or null"),
+                ("max_predictions_per_seq", self.max_predictions_per_seq is None or self.max_predictions_per_seq > 0,
+                 "must be a positive integer or null"))
+
+
+SECTIONS = {"model": ModelSpec, "optimizer": OptimizerSpec, "dynamic_masking": DynamicMaskingSpec, "eval": EvalSpec}
+
 
 @dataclasses.dataclass(frozen=True)
-class Recipe:
+class Recipe(_Section):
     """Everything a pre-training run needs except where it runs (`--strategy`, `--model_dir`).
 
     Example:
@@ -94,6 +203,8 @@ class Recipe:
     ...                             input_file=["a/*.tfrecord", "b/*.tfrecord"])
     >>> [p.num_steps for p in recipe.phases]
     [900, 100]
+    >>> recipe.override({"optimizer.beta_1": 0.95}).optimizer.beta_1
+    0.95
     """
 
     name: str
@@ -120,14 +231,32 @@ class Recipe:
     shuffle_buffer: int = 100
 
     def __post_init__(self):
-        _validate(self)
+        super().__post_init__()
+        _check_phases(self)
+
+    def _rules(self):
+        positive = "must be a positive integer"
+        return (("train_batch_size", self.train_batch_size > 0, positive),
+                ("num_train_steps", self.num_train_steps > 0, positive),
+                ("save_checkpoints_steps", self.save_checkpoints_steps > 0, positive),
+                ("keep_checkpoint_max", self.keep_checkpoint_max > 0, positive),
+                ("iterations_per_loop", self.iterations_per_loop > 0, positive),
+                ("shuffle_buffer", self.shuffle_buffer > 0, positive),
+                ("seed", self.seed >= 0, "must be a non-negative integer"),
+                ("max_micro_batch_size", self.max_micro_batch_size is None or self.max_micro_batch_size > 0,
+                 "must be a positive integer or null"),
+                ("num_warmup_steps", 0 <= self.num_warmup_steps <= self.num_train_steps,
+                 f"must be an integer in [0, num_train_steps={self.num_train_steps}]"),
+                ("learning_rate", self.learning_rate > 0, "must be a positive number (the paper uses 1e-4)"),
+                ("mixed_precision", self.mixed_precision in MIXED_PRECISION,
+                 f"must be one of {', '.join(MIXED_PRECISION)}"))
 
     @classmethod
     def from_dict(cls, values, source="recipe"):
-        """Builds a recipe from the YAML's dict; unknown keys and wrong types are errors naming the field."""
+        """Builds a recipe from the YAML's dict; unknown keys and wrong values are errors naming the field."""
         values = dict(values)
         _check_keys(values, cls, source, required=("name", "phases"))
-        if not isinstance(values["phases"], list) or not values["phases"]:
+        if not isinstance(values["phases"], (list, tuple)) or not values["phases"]:
             raise RecipeError(f"{source}: phases must be a non-empty list of phases (name, num_steps, "
                               f"max_seq_length, max_predictions_per_seq, input_file).")
         phases = []
@@ -139,19 +268,10 @@ class Recipe:
                                                         "max_predictions_per_seq"))
             phases.append(Phase(**phase))
         values["phases"] = tuple(phases)
-        if "model" in values:
-            values["model"] = _model_spec(values["model"], f"{source}: model")
-        for key, spec_cls in (("optimizer", OptimizerSpec), ("dynamic_masking", DynamicMaskingSpec),
-                              ("eval", EvalSpec)):
-            if key in values:
-                section = values[key]
-                if not isinstance(section, dict):
-                    raise RecipeError(f"{source}: {key} must be a mapping, got {section!r}.")
-                _check_keys(section, spec_cls, f"{source}: {key}")
-                if "exclude_from_weight_decay" in section:
-                    section = dict(section, exclude_from_weight_decay=tuple(section["exclude_from_weight_decay"]))
-                values[key] = spec_cls(**section)
         try:
+            for key, spec_cls in SECTIONS.items():
+                if key in values:
+                    values[key] = _section(spec_cls, values[key], source)
             return cls(**values)
         except RecipeError as e:
             raise RecipeError(f"{source}: {e}") from None
@@ -165,57 +285,51 @@ class Recipe:
         values["optimizer"]["exclude_from_weight_decay"] = list(values["optimizer"]["exclude_from_weight_decay"])
         return values
 
-    def with_overrides(self, **flags):
-        """A copy with command-line overrides applied (None means "not given").
+    def override(self, overrides):
+        """A copy with fields replaced by dotted path: "learning_rate", "optimizer.beta_1", "model.hidden_size"
+        (a `BertConfig` field), "phases.input_file" (a list with one value per phase, or one value for a
+        one-phase recipe), "phases.1.max_seq_length". String values (from `--set field=value`) are read as YAML.
 
-        Recipe-wide: bert_config_file, init_checkpoint, vocab_file, train_batch_size, num_train_steps,
-        num_warmup_steps, learning_rate, save_checkpoints_steps, iterations_per_loop, max_micro_batch_size,
-        mixed_precision, jit_compile, use_next_sentence, seed, optimizer (a name), dynamic_masking (a bool),
-        eval_input_file. Per phase: input_file, max_seq_length, max_predictions_per_seq, each a list with one value
-        per phase in order (or a single value for a one-phase recipe). A new num_train_steps rescales the phases
-        in proportion (900k/100k -> 90%/10%).
+        Three fields carry a rule: a new num_train_steps rescales the phases in proportion (900k/100k ->
+        90%/10%), a new train_batch_size replaces the phases' own, a bert_config_file replaces the preset.
         """
-        flags = {k: v for k, v in flags.items() if v is not None}
-        changes = {}
-        for key in ("init_checkpoint", "vocab_file", "train_batch_size", "num_warmup_steps", "learning_rate",
-                    "save_checkpoints_steps", "iterations_per_loop", "max_micro_batch_size", "mixed_precision",
-                    "jit_compile", "use_next_sentence", "seed"):
-            if key in flags:
-                changes[key] = flags.pop(key)
-        if "bert_config_file" in flags:
-            changes["model"] = ModelSpec(preset=None, bert_config_file=flags.pop("bert_config_file"),
-                                         overrides=self.model.overrides)
-        if "optimizer" in flags:
-            changes["optimizer"] = dataclasses.replace(self.optimizer, name=flags.pop("optimizer"))
-        if "dynamic_masking" in flags:
-            changes["dynamic_masking"] = dataclasses.replace(self.dynamic_masking,
-                                                             enabled=bool(flags.pop("dynamic_masking")))
-        if "eval_input_file" in flags:
-            changes["eval"] = dataclasses.replace(self.eval, input_file=flags.pop("eval_input_file"))
-        phases = list(self.phases)
-        if "num_train_steps" in flags:
-            total = flags.pop("num_train_steps")
-            phases = _rescale_phases(phases, total)
-            changes["num_train_steps"] = total
-            if "num_warmup_steps" not in changes and self.num_warmup_steps > total:
+        values = self.to_dict()
+        total = None
+        for path, value in overrides.items():
+            if isinstance(value, str) and path.split(".")[-1] not in _STRING_FIELDS:
+                value = _parse_value(value, path)
+            if path == "num_train_steps":
+                total = value
+                continue
+            _set_path(self, values, path, value)
+            if path == "train_batch_size":
+                for phase in values["phases"]:
+                    phase["train_batch_size"] = None
+            if path == "model.bert_config_file":
+                values["model"]["preset"] = None
+        if total is not None:
+            if "num_warmup_steps" not in overrides and isinstance(total, int) and self.num_warmup_steps > total:
                 raise RecipeError(f"num_train_steps={total} is below the recipe's num_warmup_steps="
                                   f"{self.num_warmup_steps}: also pass --num_warmup_steps.")
-        for key in ("input_file", "max_seq_length", "max_predictions_per_seq"):
-            if key not in flags:
+            values["phases"] = [dataclasses.asdict(p) for p in _rescale_phases(
+                [Phase(**p) for p in values["phases"]], total)]
+            values["num_train_steps"] = total
+        return Recipe.from_dict(values, source=f"recipe {self.name!r}")
+
+    def with_overrides(self, **flags):
+        """`override` with the original flag names (None means "not given"): the recipe-wide fields by name,
+        `optimizer` (a name), `dynamic_masking` (a bool), `eval_input_file`, `bert_config_file`, and per phase
+        `input_file`, `max_seq_length`, `max_predictions_per_seq` (one value per phase, in order)."""
+        recipe_fields = {f.name for f in dataclasses.fields(Recipe)}
+        paths = {}
+        for key, value in flags.items():
+            if value is None:
                 continue
-            values = flags.pop(key)
-            values = list(values) if isinstance(values, (list, tuple)) else [values]
-            if len(values) != len(phases):
-                raise RecipeError(
-                    f"--{key} was given {len(values)} time(s) but recipe {self.name!r} has {len(phases)} phases "
-                    f"({', '.join(p.name for p in phases)}): give it once per phase, in order.")
-            phases = [dataclasses.replace(p, **{key: v}) for p, v in zip(phases, values)]
-        if "train_batch_size" in changes:
-            phases = [dataclasses.replace(p, train_batch_size=None) for p in phases]
-        if flags:
-            raise RecipeError(f"Unknown override(s) {sorted(flags)}.")
-        changes["phases"] = tuple(phases)
-        return dataclasses.replace(self, **changes)
+            path = ALIASES.get(key, key)
+            if path not in recipe_fields and "." not in path and path in _PHASE_FIELDS:
+                path = f"phases.{path}"
+            paths[path] = value
+        return self.override(paths)
 
     @property
     def phase_ends(self):
@@ -229,32 +343,22 @@ class Recipe:
     def phase_batch_size(self, phase):
         return phase.train_batch_size or self.train_batch_size
 
-    def bert_config(self, init_checkpoint_config=None):
-        """The `BertConfig` of the run: `bert_config_file`, else the init checkpoint's config, else the preset;
-        then the recipe's field overrides. A preset takes its vocab_size from `vocab_file`."""
-        spec = self.model
-        if spec.bert_config_file:
-            config = read_bert_config(spec.bert_config_file)
-        elif init_checkpoint_config is not None:
-            logging.info("Model architecture from init_checkpoint %s.", self.init_checkpoint)
-            config = init_checkpoint_config
-        else:
-            config = BertConfig.preset(spec.preset)
-            if self.vocab_file:
-                config = config.replace(vocab_size=count_vocab(self.vocab_file))
-        try:
-            config = config.replace(**spec.overrides)
-        except ValueError as e:
-            raise RecipeError(f"Recipe {self.name!r}: model: {e}") from None
-        if self.vocab_file and count_vocab(self.vocab_file) > config.vocab_size:
-            raise RecipeError(f"vocab_file {self.vocab_file} has {count_vocab(self.vocab_file)} tokens but the "
-                              f"model's vocab_size is {config.vocab_size}: use the model's vocab or a config with "
-                              f"a matching vocab_size.")
-        for phase in self.phases:
-            if phase.max_seq_length > config.max_position_embeddings:
-                raise RecipeError(f"phases[{phase.name}].max_seq_length={phase.max_seq_length} exceeds the model's "
-                                  f"max_position_embeddings={config.max_position_embeddings}.")
-        return config
+
+_PHASE_FIELDS = {f.name for f in dataclasses.fields(Phase)}
+# Fields whose values stay strings in `override` even when they read as something else in YAML (a file "1e-4").
+_STRING_FIELDS = {f.name for cls in (Recipe, Phase, BertConfig, *SECTIONS.values()) for f in dataclasses.fields(cls)
+                  if typing.get_type_hints(cls)[f.name] in (str, Optional[str])}
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """YAML with 1.2's numbers: PyYAML (YAML 1.1) reads `1e-4` without a dot as the string "1e-4"."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+|\.[0-9_]+"
+               r"(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))$|^\.(?:nan|NaN|NAN)$"),
+    list("-+0123456789."))
 
 
 def load_recipe(name_or_path):
@@ -269,7 +373,7 @@ def load_recipe(name_or_path):
         path = named
     with tf.io.gfile.GFile(path, "r") as f:
         try:
-            values = yaml.safe_load(f.read())
+            values = yaml.load(f.read(), Loader=_YamlLoader)
         except yaml.YAMLError as e:
             raise RecipeError(f"{path} is not valid YAML: {e}") from None
     if not isinstance(values, dict):
@@ -277,18 +381,60 @@ def load_recipe(name_or_path):
     return Recipe.from_dict(values, source=os.path.basename(path))
 
 
-def read_bert_config(path):
-    """A `bert_config.json` (this package's or an original release's, see `BertConfig.from_json_dict`)."""
-    with tf.io.gfile.GFile(path, "r") as f:
-        return BertConfig.from_json_string(f.read(), path)
+def _parse_value(text, path):
+    try:
+        return yaml.load(text, Loader=_YamlLoader)
+    except yaml.YAMLError:
+        raise RecipeError(f"{path}={text!r} is not a YAML value: quote it or fix its syntax.") from None
 
 
-def count_vocab(path):
-    with tf.io.gfile.GFile(path, "r") as f:
-        return sum(1 for _ in f)
+def _set_path(recipe, values, path, value):
+    """Sets `path` (dotted) in the recipe's dict `values`; unknown paths are an error naming the known ones."""
+    parts = path.split(".")
+    if parts[0] == "phases" and len(parts) == 2 and parts[1] in _PHASE_FIELDS:
+        per_phase = list(value) if isinstance(value, (list, tuple)) else [value]
+        if len(per_phase) != len(values["phases"]):
+            raise RecipeError(
+                f"--{parts[1]} was given {len(per_phase)} time(s) but recipe {recipe.name!r} has "
+                f"{len(values['phases'])} phases ({', '.join(p['name'] for p in values['phases'])}): give it once "
+                f"per phase, in order.")
+        for phase, v in zip(values["phases"], per_phase):
+            phase[parts[1]] = v
+        return
+    if parts[0] == "phases" and len(parts) == 3 and parts[1].isdigit() and parts[2] in _PHASE_FIELDS:
+        if int(parts[1]) >= len(values["phases"]):
+            raise RecipeError(f"{path}: recipe {recipe.name!r} has {len(values['phases'])} phases.")
+        values["phases"][int(parts[1])][parts[2]] = value
+        return
+    if len(parts) == 1 and parts[0] in values and parts[0] not in SECTIONS and parts[0] != "phases":
+        values[parts[0]] = value
+        return
+    if len(parts) == 2 and parts[0] in SECTIONS:
+        known = ({f.name for f in dataclasses.fields(BertConfig)} | {"preset", "bert_config_file"}
+                 if parts[0] == "model" else {f.name for f in dataclasses.fields(SECTIONS[parts[0]])})
+        if parts[1] in known:
+            values[parts[0]][parts[1]] = value
+            return
+    raise RecipeError(f"Unknown override {path!r}: use a recipe field ({', '.join(sorted(values))}), a section's "
+                      f"field as section.field, or phases.FIELD / phases.N.FIELD.")
+
+
+def _section(spec_cls, values, source):
+    if spec_cls is ModelSpec:
+        return _model_spec(values, f"{source}: model")
+    if isinstance(values, spec_cls):
+        return values
+    if not isinstance(values, dict):
+        raise RecipeError(f"{spec_cls.SECTION} must be a mapping, got {values!r}.")
+    _check_keys(values, spec_cls, spec_cls.SECTION)
+    if isinstance(values.get("exclude_from_weight_decay"), list):
+        values = dict(values, exclude_from_weight_decay=tuple(values["exclude_from_weight_decay"]))
+    return spec_cls(**values)
 
 
 def _model_spec(values, where):
+    if isinstance(values, ModelSpec):
+        return values
     if isinstance(values, str):
         values = {"preset": values}
     if not isinstance(values, dict):
@@ -300,9 +446,14 @@ def _model_spec(values, where):
     if unknown:
         raise RecipeError(f"{where}: unknown BertConfig field(s) {unknown}; known: preset, bert_config_file, "
                           f"{', '.join(sorted(known))}.")
-    if bool(preset) == bool(config_file):
-        raise RecipeError(f"{where}: give exactly one of preset ({preset!r}) and bert_config_file "
-                          f"({config_file!r}).")
+    defaults = BertConfig()
+    for name, value in values.items():  # types here; ranges when the run builds its BertConfig
+        kind = float if isinstance(getattr(defaults, name), float) else type(getattr(defaults, name))
+        check, expected = _TYPE_CHECKS[kind]
+        if not check(value):
+            fix = f": write it without quotes ({name}: {value})" if isinstance(value, str) and _parses_as_number(
+                value) else ""
+            raise RecipeError(f"model.{name}={value!r} must be {expected}{fix}.")
     return ModelSpec(preset=preset, bert_config_file=config_file, overrides=values)
 
 
@@ -317,7 +468,7 @@ def _check_keys(values, cls, where, required=()):
 
 
 def _rescale_phases(phases, total):
-    if not isinstance(total, int) or total < len(phases):
+    if not isinstance(total, int) or isinstance(total, bool) or total < len(phases):
         raise RecipeError(f"num_train_steps={total!r} must be an integer of at least {len(phases)} (one step per "
                           f"phase).")
     old_total = sum(p.num_steps for p in phases)
@@ -336,69 +487,29 @@ def _rescale_phases(phases, total):
     return scaled
 
 
-def _positive_int(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def _validate(recipe):
-    def fail(field, value, rule):
-        raise RecipeError(f"{field}={value!r} {rule}.")
-
-    for field in ("train_batch_size", "num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
-                  "iterations_per_loop", "seed", "shuffle_buffer"):
-        if not _positive_int(getattr(recipe, field)) and not (field == "seed" and getattr(recipe, field) == 0):
-            fail(field, getattr(recipe, field), "must be a positive integer")
-    if recipe.max_micro_batch_size is not None and not _positive_int(recipe.max_micro_batch_size):
-        fail("max_micro_batch_size", recipe.max_micro_batch_size, "must be a positive integer or null")
-    if not isinstance(recipe.num_warmup_steps, int) or not 0 <= recipe.num_warmup_steps <= recipe.num_train_steps:
-        fail("num_warmup_steps", recipe.num_warmup_steps, f"must be an integer in [0, num_train_steps="
-             f"{recipe.num_train_steps}]")
-    if not isinstance(recipe.learning_rate, (int, float)) or not recipe.learning_rate > 0:
-        fail("learning_rate", recipe.learning_rate, "must be a positive number (the paper uses 1e-4)")
-    if recipe.mixed_precision not in MIXED_PRECISION:
-        fail("mixed_precision", recipe.mixed_precision, f"must be one of {', '.join(MIXED_PRECISION)}")
-    for field in ("jit_compile", "use_next_sentence"):
-        if not isinstance(getattr(recipe, field), bool):
-            fail(field, getattr(recipe, field), "must be true or false")
-    opt = recipe.optimizer
-    if opt.name not in OPTIMIZERS:
-        fail("optimizer.name", opt.name, f"must be one of {', '.join(OPTIMIZERS)}")
-    for field in ("beta_1", "beta_2"):
-        if not 0.0 <= getattr(opt, field) < 1.0:
-            fail(f"optimizer.{field}", getattr(opt, field), "must lie in [0, 1)")
-    if not opt.epsilon > 0:
-        fail("optimizer.epsilon", opt.epsilon, "must be positive (the original uses 1e-6)")
-    if not opt.weight_decay_rate >= 0:
-        fail("optimizer.weight_decay_rate", opt.weight_decay_rate, "must be >= 0")
-    if opt.clip_norm is not None and not opt.clip_norm > 0:
-        fail("optimizer.clip_norm", opt.clip_norm, "must be positive or null (no clipping)")
+def _check_phases(recipe):
     names = set()
     for i, phase in enumerate(recipe.phases):
         where = f"phases[{i}]"
         if not isinstance(phase, Phase):
-            fail(where, phase, "must be a Phase")
+            raise RecipeError(f"{where}={phase!r} must be a Phase.")
+        check_field_types(phase, f"{where}.")
         if phase.name in names:
-            fail(f"{where}.name", phase.name, "is used twice: give each phase its own name")
+            raise RecipeError(f"{where}.name={phase.name!r} is used twice: give each phase its own name.")
         names.add(phase.name)
         for field in ("num_steps", "max_seq_length", "max_predictions_per_seq"):
-            if not _positive_int(getattr(phase, field)):
-                fail(f"{where}.{field}", getattr(phase, field), "must be a positive integer")
+            if getattr(phase, field) <= 0:
+                raise RecipeError(f"{where}.{field}={getattr(phase, field)!r} must be a positive integer.")
         if phase.max_predictions_per_seq > phase.max_seq_length:
-            fail(f"{where}.max_predictions_per_seq", phase.max_predictions_per_seq,
-                 f"must not exceed max_seq_length={phase.max_seq_length}")
-        if phase.train_batch_size is not None and not _positive_int(phase.train_batch_size):
-            fail(f"{where}.train_batch_size", phase.train_batch_size, "must be a positive integer or null")
+            raise RecipeError(f"{where}.max_predictions_per_seq={phase.max_predictions_per_seq} must not exceed "
+                              f"max_seq_length={phase.max_seq_length}.")
+        if phase.train_batch_size is not None and phase.train_batch_size <= 0:
+            raise RecipeError(f"{where}.train_batch_size={phase.train_batch_size!r} must be a positive integer "
+                              f"or null.")
     total = sum(p.num_steps for p in recipe.phases)
     if total != recipe.num_train_steps:
-        fail("num_train_steps", recipe.num_train_steps,
-             f"must equal the sum of the phases' num_steps ({total}); fix one of them")
-    dm = recipe.dynamic_masking
-    if not 0.0 < dm.masked_lm_prob < 1.0:
-        fail("dynamic_masking.masked_lm_prob", dm.masked_lm_prob, "must lie in (0, 1)")
-    ev = recipe.eval
-    for field in ("eval_batch_size", "max_eval_steps"):
-        if not _positive_int(getattr(ev, field)):
-            fail(f"eval.{field}", getattr(ev, field), "must be a positive integer")
+        raise RecipeError(f"num_train_steps={recipe.num_train_steps!r} must equal the sum of the phases' num_steps "
+                          f"({total}); fix one of them.")
 
 
 def check_ready(recipe):

@@ -4,6 +4,7 @@ gradients that the training loop has already averaged across replicas."""
 import re
 
 import keras
+from keras import ops
 
 # The original's `exclude_from_weight_decay`: regexes searched in the variable's full name.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
@@ -27,8 +28,12 @@ class WeightDecayOptimizer(keras.optimizers.Optimizer):
         **kwargs: passed to `keras.optimizers.Optimizer` (e.g. `global_clipnorm=1.0`, `name`).
     """
 
+    # The names of the two moment slots: `<param>/<prefix>_m` and `<param>/<prefix>_v`.
+    SLOT_PREFIX = "adam"
+
     def __init__(self, learning_rate, weight_decay_rate=0.0,
-                 exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, aggregate_gradients=True, **kwargs):
+                 exclude_from_weight_decay=DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, aggregate_gradients=True, beta_1=0.9,
+                 beta_2=0.999, epsilon=1e-6, **kwargs):
         if kwargs.get("weight_decay") is not None:
             raise ValueError("Pass weight_decay_rate (the original's decoupled decay), not Keras' weight_decay.")
         if weight_decay_rate < 0:
@@ -37,6 +42,9 @@ class WeightDecayOptimizer(keras.optimizers.Optimizer):
         self.weight_decay_rate = float(weight_decay_rate)
         self.exclude_from_weight_decay_patterns = tuple(exclude_from_weight_decay or ())
         self.aggregate_gradients = bool(aggregate_gradients)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
 
     def is_excluded(self, variable):
         """Whether one of the `exclude_from_weight_decay` regexes matches the variable's path."""
@@ -52,6 +60,26 @@ class WeightDecayOptimizer(keras.optimizers.Optimizer):
             return
         super().build(variables)
         self._decayed = [self.uses_weight_decay(v) for v in variables]
+        self._m = [self.add_variable_from_reference(v, name=f"{self.SLOT_PREFIX}_m") for v in variables]
+        self._v = [self.add_variable_from_reference(v, name=f"{self.SLOT_PREFIX}_v") for v in variables]
+
+    def _moments(self, gradient, variable):
+        """(m, v, next_m, next_v) of Adam's moment update for `variable`; `_apply` stores them."""
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        next_m = ops.add(ops.multiply(self.beta_1, m), ops.multiply(1.0 - self.beta_1, gradient))
+        next_v = ops.add(ops.multiply(self.beta_2, v), ops.multiply(1.0 - self.beta_2, ops.square(gradient)))
+        return m, v, next_m, next_v
+
+    def _apply(self, variable, moments, update, learning_rate, decayed=False):
+        """Adds the decoupled weight decay to `update` (unless `decayed`: the caller did), stores the moments and
+        steps the variable."""
+        m, v, next_m, next_v = moments
+        if not decayed and self._decays(variable):
+            update = ops.add(update, ops.multiply(self.weight_decay_rate, variable))
+        self.assign(m, next_m)
+        self.assign(v, next_v)
+        self.assign_sub(variable, ops.multiply(ops.cast(learning_rate, variable.dtype), update))
 
     def _decays(self, variable):
         return self._decayed[self._get_variable_index(variable)]
@@ -66,7 +94,8 @@ class WeightDecayOptimizer(keras.optimizers.Optimizer):
         config = super().get_config()
         config.update(weight_decay_rate=self.weight_decay_rate,
                       exclude_from_weight_decay=list(self.exclude_from_weight_decay_patterns),
-                      aggregate_gradients=self.aggregate_gradients)
+                      aggregate_gradients=self.aggregate_gradients, beta_1=self.beta_1, beta_2=self.beta_2,
+                      epsilon=self.epsilon)
         config.pop("weight_decay", None)
         return config
 

@@ -1,0 +1,29 @@
+"""What a run checks before its first step, so that a bad input fails in seconds, not hours in: every phase's and
+the eval's record files exist and their first records have the lengths the recipe gives and ids the model's
+embeddings hold (`records.checker.check_record_files`)."""
+
+from bert_tf.errors import InputError
+from bert_tf.records.checker import check_record_files
+
+
+def check_run_inputs(recipe, config, masker=None):
+    """Raises `InputError` naming the input (phase or eval), the file and the fix for the first input a run cannot
+    use; `masker` (dynamic masking) needs only the records' input_ids.
+
+    >>> check_run_inputs(recipe, config)  # doctest: +SKIP
+    """
+    last = recipe.phases[-1]
+    inputs = [(f"phase {p.name!r} (--input_file)", p.input_file, p.max_seq_length, p.max_predictions_per_seq)
+              for p in recipe.phases]
+    if recipe.eval.input_file:
+        inputs.append(("the eval input (--eval_input_file)", recipe.eval.input_file,
+                       recipe.eval.max_seq_length or last.max_seq_length,
+                       recipe.eval.max_predictions_per_seq or last.max_predictions_per_seq))
+    for what, pattern, max_seq_length, max_predictions_per_seq in inputs:
+        try:
+            check_record_files(pattern, max_seq_length, max_predictions_per_seq, config.vocab_size,
+                               config.type_vocab_size, masks_drawn_again=masker is not None)
+        except (ValueError, OSError) as error:
+            detail = (f"{error.filename}: {error.strerror}" if isinstance(error, OSError) and error.filename
+                      else str(error))
+            raise InputError(f"{what}: {detail}") from None
