@@ -1,12 +1,17 @@
-"""Flags shared by commands are defined once (bert_tf/cli/flag_groups.py): the Beam command takes the flags of
+"""The commands as installed: every console script runs its module's `run` through the frame, and flags shared by
+commands are defined once (bert_tf/cli/flag_groups.py): the Beam command takes the flags of
 bert-create-pretraining-data and hands the ones it does not know to Beam."""
 
 import glob
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
 
-from helpers import run_cli
+from helpers import REPO, run_cli
 from pretraining_records import write_vocab
 
 
@@ -27,3 +32,16 @@ def test_beam_command_takes_the_shared_flags_and_passes_runner_options_to_beam(t
     bad = run_cli("create_pretraining_data_beam", f"--input_file={corpus}", f"--output_prefix={tmp_path}/x",
                   f"--vocab_file={tmp_path / 'vocab.txt'}", "--max_seq_length=3")
     assert bad.returncode == 2 and "max_seq_length=3 is too short" in bad.stderr.splitlines()[-1]
+
+
+def test_console_scripts_are_the_seven_commands():
+    setup = open(os.path.join(REPO, "setup.py"), encoding="utf-8").read()
+    scripts = dict(re.findall(r'"(bert-[\w-]+)=bert_tf\.cli\.(\w+):run"', setup))
+    assert sorted(scripts) == ["bert-convert", "bert-create-pretraining-data", "bert-export", "bert-finetune",
+                               "bert-inspect-data", "bert-pretrain", "bert-vocab"]
+    for script, module in scripts.items():
+        assert script == "bert-" + module.replace("_", "-")  # the frame names a command after its module
+        assert os.path.exists(os.path.join(os.path.dirname(sys.executable), script)), f"{script}: run make setup"
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "bert-vocab"), "--vocab_size=x"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("bert-vocab: error: flag --vocab_size=x"), done.stderr
