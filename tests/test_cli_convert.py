@@ -1,20 +1,19 @@
 """bert-convert, the console script: converts the real MiniLM directory; wrong flags and inputs fail in one line."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from helpers import run_cli
+
 from bert_tf.model_dir import load_encoder
 
-BIN = os.path.dirname(sys.executable)
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 
 def bert_convert(*args):
-    return subprocess.run([os.path.join(BIN, "bert-convert"), *args], capture_output=True, text=True, timeout=120)
+    return run_cli("convert", *args, timeout=120)
 
 
 def our_lines(stderr):

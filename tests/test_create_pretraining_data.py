@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import run_cli
+
 from bert_tf.errors import InputError
 from bert_tf.instances.masking import MaskingRules, StaticMasker
 from bert_tf.instances.options import InstanceOptions
@@ -319,8 +321,7 @@ def test_bad_pipeline_arguments(tokenizer, tmp_path):
 
 
 def cli(*args):
-    return subprocess.run([os.path.join(BIN, "bert-create-pretraining-data"), *args], capture_output=True, text=True,
-                          timeout=300)
+    return run_cli("create_pretraining_data", *args)
 
 
 def test_cli_errors_are_one_clear_line(tmp_path, uncased_vocab):

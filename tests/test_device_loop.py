@@ -11,7 +11,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from helpers import tiny_config
+
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.strategy import worker_layout
@@ -20,9 +21,8 @@ from pretraining_records import VOCAB_SIZE, feature_batches
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED = 16, 4
-CONFIG = BertConfig(vocab_size=VOCAB_SIZE, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                    intermediate_size=32, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
-                    attention_probs_dropout_prob=0.0)
+CONFIG = tiny_config(vocab_size=VOCAB_SIZE, num_hidden_layers=1, max_position_embeddings=SEQ,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 # Builds the loop under MirroredStrategy on two logical CPUs (which must be configured before TensorFlow starts,
 # hence a subprocess) and reports what its graph does per step (the while body) and per loop (outside it).

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from helpers import tiny_config
+
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.training.evaluation import evaluate
 from pretraining_records import VOCAB_SIZE, feature_batches
 
 SEQ, PRED = 16, 4
-CONFIG = BertConfig(vocab_size=VOCAB_SIZE, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=32, max_position_embeddings=SEQ)
+CONFIG = tiny_config(vocab_size=VOCAB_SIZE, max_position_embeddings=SEQ)
 
 
 def log_softmax(logits):

@@ -9,8 +9,6 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -18,12 +16,13 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from helpers import run_cli, tiny_config
+
 import bert_tf.finetuning  # noqa: F401  (registers BertClassifier for keras.models.load_model)
 from bert_tf import BertConfig, BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_encoder
 
-BIN = os.path.dirname(sys.executable)
 EPOCH_LINE = re.compile(r"^epoch (\d+): dev accuracy: (0\.\d{4})(?: dev f1: (0\.\d{4}))?$", re.M)
 
 
@@ -64,9 +63,7 @@ def write_tsv(path, header, rows):
 
 
 def bert_finetune(*flags):
-    process = subprocess.run([os.path.join(BIN, "bert-finetune"), *flags], capture_output=True, text=True,
-                             timeout=900)
-    return process
+    return run_cli("finetune", *flags, timeout=900)
 
 
 def check_report(process, output_dir, epochs, two_classes=True):
@@ -110,8 +107,7 @@ def tiny_model_dir(tmp_path_factory, uncased_vocab):
     """A random tiny encoder with the real uncased vocab, as a checkpoint dir and as an exported encoder."""
     root = tmp_path_factory.mktemp("finetune_cli")
     keras.utils.set_random_seed(7)
-    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
+    config = tiny_config(vocab_size=30522, max_position_embeddings=64)
     pretrainer = BertPretrainer(config)
     write_model_dir(str(root / "model"), pretrainer, uncased_vocab)
     export_encoder(pretrainer, str(root / "exported" / "encoder" / "1"), uncased_vocab)
@@ -155,8 +151,7 @@ def test_single_sentences_from_tsv_files_report_the_f1_of_the_served_predictions
     # At the usual stddev of 0.02 a random encoder gives every text nearly the same [CLS] vector, so one epoch
     # ends predicting a single label (F1 0 or 2/3 whatever the formula); at 1.0 its output depends on the text.
     keras.utils.set_random_seed(7)
-    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64, initializer_range=1.0)
+    config = tiny_config(vocab_size=30522, max_position_embeddings=64, initializer_range=1.0)
     write_model_dir(str(tmp_path / "model"), BertPretrainer(config), uncased_vocab)
     train, dev = balanced_split(verses_by_testament(bible_csv), 24, 12, seed=2)
     # A quote that never closes: with CSV quoting it would swallow the rows after it.

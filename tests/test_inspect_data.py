@@ -1,12 +1,11 @@
 """bert-inspect-data: instances as text, structure checks, statistics and the PNG."""
 
-import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from helpers import run_cli
 
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
@@ -69,8 +68,7 @@ def test_a_random_replacement_that_draws_sep_is_not_a_structure_error():
 
 
 def inspect(*args):
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "bert-inspect-data"), *args],
-                          capture_output=True, text=True, timeout=300)
+    return run_cli("inspect_data", *args)
 
 
 @pytest.mark.slow

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import run_cli, tiny_config
+
 from bert_tf import BertConfig, BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier
@@ -20,7 +22,6 @@ from bert_tf.serving import (CLASSIFIER, SPAN_QA, TOKEN_CLASSIFIER, export_class
                              load_encoder_from_saved_model, version_dir)
 from saved_model_runners import compile_c_runner, run_with_c_loader, run_with_saved_model_cli
 
-BIN = os.path.dirname(sys.executable)
 TOLERANCE = 1e-5
 MAX_POSITIONS = 32
 LABELS = ["joy", "anger", "fear"]
@@ -35,13 +36,10 @@ def exported(tmp_path_factory, uncased_vocab):
     export_span_qa."""
     root = tmp_path_factory.mktemp("serving")
     keras.utils.set_random_seed(3)
-    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=MAX_POSITIONS)
+    config = tiny_config(vocab_size=30522, max_position_embeddings=MAX_POSITIONS)
     pretrainer = BertPretrainer(config)
     write_model_dir(str(root / "model"), pretrainer, uncased_vocab)
-    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
-                              f"--output_dir={root / 'out'}", "--max_seq_length=16"],
-                             capture_output=True, text=True, timeout=300)
+    process = run_cli("export", f"--model_dir={root / 'model'}", f"--output_dir={root / 'out'}", "--max_seq_length=16")
     assert process.returncode == 0, process.stderr[-3000:]
     paths = dict(line.split(": ", 1) for line in process.stdout.splitlines())
     task_models = {CLASSIFIER: BertClassifier(pretrainer.encoder, num_classes=len(LABELS)),
@@ -137,9 +135,8 @@ def test_bert_export_writes_the_serving_model_of_a_keras_task_model(exported, c_
     labels = {CLASSIFIER: LABELS, TOKEN_CLASSIFIER: TAGS}.get(model_name)
     if labels:
         (tmp_path / "labels.txt").write_text("".join(f"{label}\n" for label in labels))
-    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--keras_model={tmp_path / 'best.keras'}",
-                              f"--output_dir={tmp_path / 'out'}", "--version=7"],
-                             capture_output=True, text=True, timeout=300)
+    process = run_cli("export", f"--keras_model={tmp_path / 'best.keras'}", f"--output_dir={tmp_path / 'out'}",
+                      "--version=7")
     assert process.returncode == 0, process.stderr[-3000:]
     path = str(tmp_path / "out" / model_name / "7")
     assert process.stdout.strip() == f"{model_name}: {path}"
@@ -276,14 +273,12 @@ def test_saved_model_reloads_as_a_native_encoder(exported, tmp_path):
 
 def test_bert_export_refuses_to_overwrite_a_version_and_a_wrong_vocab(exported, tmp_path):
     root = exported["root"]
-    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
-                              f"--output_dir={root / 'out'}"], capture_output=True, text=True, timeout=300)
+    process = run_cli("export", f"--model_dir={root / 'model'}", f"--output_dir={root / 'out'}")
     assert process.returncode == 2 and "already holds a SavedModel" in process.stderr
     assert "export to a new version number" in process.stderr
     small_vocab = tmp_path / "vocab.txt"
     small_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n")
-    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
-                              f"--output_dir={tmp_path / 'out'}", f"--vocab_file={small_vocab}"],
-                             capture_output=True, text=True, timeout=300)
+    process = run_cli("export", f"--model_dir={root / 'model'}", f"--output_dir={tmp_path / 'out'}",
+                      f"--vocab_file={small_vocab}")
     assert process.returncode == 2
     assert "has 6 tokens but the model's vocab_size is 30522" in process.stderr

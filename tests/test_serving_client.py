@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertPretrainer
+from helpers import tiny_config
+
+from bert_tf import BertPretrainer
 from bert_tf.finetuning import BertClassifier
 from bert_tf.finetuning.features import encode_texts
 from bert_tf.serving import export_classifier
@@ -46,8 +48,7 @@ client = load_client()
 @pytest.fixture(scope="module")
 def classifier_dir(tmp_path_factory):
     keras.utils.set_random_seed(8)
-    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=32)
+    config = tiny_config(vocab_size=30522)
     model = BertClassifier(BertPretrainer(config).encoder, num_classes=3)
     return export_classifier(model, str(tmp_path_factory.mktemp("client") / "classifier" / "1"), ["a", "b", "c"])
 

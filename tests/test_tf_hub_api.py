@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertPretrainer
+from helpers import tiny_config
+
+from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_model_dir
 from bert_tf.text.tokenizer import FullTokenizer
@@ -44,8 +46,7 @@ def hub_models(tmp_path_factory, uncased_vocab):
     preprocessing at the tutorials' seq_length of 128."""
     root = tmp_path_factory.mktemp("hub")
     keras.utils.set_random_seed(11)
-    config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=128)
+    config = tiny_config(vocab_size=30522, num_hidden_layers=1, max_position_embeddings=128)
     pretrainer = BertPretrainer(config)
     write_model_dir(str(root / "model"), pretrainer, uncased_vocab)
     paths = export_model_dir(str(root / "model"), str(root / "exported"))

@@ -2,11 +2,11 @@
 
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from helpers import run_cli
 
 from bert_tf.text.normalization import normalize
 from bert_tf.text.tokenizer import FullTokenizer
@@ -124,13 +124,10 @@ def test_bert_vocab_cli(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The Lord is my shepherd.\nHe restores my soul.\n\nJesus wept.\n" * 50, encoding="utf-8")
     output = tmp_path / "vocab.txt"
-    bin_dir = os.path.dirname(sys.executable)
-    done = subprocess.run([os.path.join(bin_dir, "bert-vocab"), f"--input_file={corpus}", "--vocab_size=60",
-                           f"--output_file={output}"], capture_output=True, text=True, timeout=300)
+    done = run_cli("vocab", f"--input_file={corpus}", "--vocab_size=60", f"--output_file={output}")
     assert done.returncode == 0, done.stderr[-2000:]
     tokens = read_vocab_file(output)
     assert tokens[:5] == list(SPECIAL_TOKENS) and "shepherd" in tokens
     assert "wrote" in done.stdout
-    bad = subprocess.run([os.path.join(bin_dir, "bert-vocab"), f"--input_file={tmp_path}/missing*.txt",
-                          f"--output_file={output}"], capture_output=True, text=True, timeout=300)
+    bad = run_cli("vocab", f"--input_file={tmp_path}/missing*.txt", f"--output_file={output}")
     assert bad.returncode == 2 and "matches no file" in bad.stderr.strip().splitlines()[-1]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from helpers import tiny_config
+
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimization import create_optimizer
@@ -16,9 +17,8 @@ from bert_tf.training.trainer import Trainer
 from pretraining_records import VOCAB_SIZE, feature_batches
 
 SEQ, PRED = 16, 4
-CONFIG = BertConfig(vocab_size=VOCAB_SIZE, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=32, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
-                    attention_probs_dropout_prob=0.0)
+CONFIG = tiny_config(vocab_size=VOCAB_SIZE, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0)
 
 
 def make_trainer(max_micro_batch_size=None, jit_compile=False, mixed_precision="float32", optimizer="adamw",

@@ -241,14 +241,16 @@ def _python_error_in(message):
 
 
 def _tensorflow_message(message):
-    """The part of a TensorFlow error message a user can read: no function names, op names or graph nodes."""
+    """The first line of a TensorFlow error message, the part a user can read."""
     line = next((line for line in message.splitlines() if line.strip()), message)
-    line = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", line)
-    line = re.sub(r"\s*\[\[.*|\s*\[Op:.*", "", line)
-    return line.strip().rstrip(".")
+    return _one_line(line).rstrip(".")
 
 
 def _one_line(message):
+    """The message on one line, without TensorFlow's function names, op names and graph nodes (which library code
+    that wraps a TensorFlow error may have passed on)."""
+    message = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", message)
+    message = re.sub(r"\s*\[\[\{\{node [^]]*\]\]|\s*\[Op:[^]]*\]( name: ?)?", "", message)
     return " ".join(message.split())
 
 
