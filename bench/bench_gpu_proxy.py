@@ -48,13 +48,10 @@ import numpy as np  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.modeling import BertPretrainer  # noqa: E402
 from bert_tf.training.adam_weight_decay import AdamWeightDecay  # noqa: E402
+from bert_tf.training.device_peaks import device_spec  # noqa: E402
 from bert_tf.training.flops import training_flops_per_sequence  # noqa: E402
 
 # Dense bf16 peaks (TFLOP/s, without sparsity) by the start of jax's device_kind.
-BF16_PEAK_TFLOPS = {"NVIDIA H100 80GB HBM3": 989.0, "NVIDIA H100 PCIe": 756.0, "NVIDIA H100 NVL": 835.0,
-                    "NVIDIA H200": 989.0, "NVIDIA A100": 312.0, "NVIDIA L4": 121.0}
-
-
 def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
     """[CLS] A [SEP] B [SEP] with random ids, no padding, sorted distinct predicted positions."""
     rng = np.random.default_rng(seed)
@@ -147,9 +144,9 @@ def peak_flops(args, device):
     """(FLOP/s, how it was found): --peak_tflops, else the data-sheet bf16 peak of a known GPU, else measured."""
     if args.peak_tflops:
         return args.peak_tflops * 1e12, "--peak_tflops"
-    for kind, tflops in BF16_PEAK_TFLOPS.items():
-        if device.device_kind.startswith(kind):
-            return tflops * 1e12, f"dense bf16 data sheet for {kind}"
+    spec = device_spec(device.device_kind)
+    if spec is not None and spec.bfloat16:
+        return spec.bfloat16 * 1e12, f"dense bf16 data sheet for {spec.name}"
     size = 1024 if args.smoke else 8192
     return measured_peak_flops(size), f"measured: {size}^2 bf16 jnp matmul, best of 3"
 

@@ -24,7 +24,7 @@ class Controller:
         log: the run's `TrainingLog` (TensorBoard, history, console).
         preemption: a `PreemptionWatcher` whose flag is `trainer.stop_requested`.
         save_checkpoints_steps, iterations_per_loop: the recipe's.
-        peak_flops: the hardware's peak FLOP/s for the MFU (None leaves it out).
+        peak: the `peak_flops.Peak` the MFU divides by (None leaves the MFU out).
         evaluator: a callable `() -> dict` of eval metrics (see `evaluation.StrategyEvaluator`), or None.
 
     Example:
@@ -34,14 +34,14 @@ class Controller:
     False
     """
 
-    def __init__(self, trainer, log, preemption, save_checkpoints_steps, iterations_per_loop, peak_flops=None,
+    def __init__(self, trainer, log, preemption, save_checkpoints_steps, iterations_per_loop, peak=None,
                  evaluator=None):
         self.trainer = trainer
         self.log = log
         self.preemption = preemption
         self.save_checkpoints_steps = save_checkpoints_steps
         self.iterations_per_loop = iterations_per_loop
-        self.peak_flops = peak_flops
+        self.peak = peak
         self.evaluator = evaluator
         self.last_metrics = {}
 
@@ -72,7 +72,7 @@ class Controller:
     def write_summaries(self, step, phase, result, seconds, global_batch, flops_per_step):
         self.last_metrics = self.log.record(step, phase.name, result.means, result.steps, seconds,
                                             result.steps * global_batch, result.steps * flops_per_step,
-                                            self.peak_flops)
+                                            self.peak)
 
     def save_checkpoint(self, checkpoint, step):
         return checkpoint.save(step)

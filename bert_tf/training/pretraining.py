@@ -29,7 +29,7 @@ from bert_tf.training.checkpointing import (TrainingCheckpoint, checkpoint_dir, 
 from bert_tf.training.controller import Controller
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.flops import training_flops_per_sequence
-from bert_tf.training.peak_flops import measure_peak_flops
+from bert_tf.training.peak_flops import run_peak
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.text.vocabulary import read_vocab_file
@@ -86,7 +86,8 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
         recipe: a `Recipe` (see `load_recipe` and `Recipe.with_overrides`) whose phases all have input files.
         model_dir: where checkpoints, `bert_config.json`, `vocab.txt`, TensorBoard logs and reports go.
         strategy: a `tf.distribute.Strategy` (see `create_strategy`); the default strategy when None.
-        peak_tflops: the hardware's peak TFLOP/s over all workers, for the MFU; measured when None.
+        peak_tflops: the hardware's peak TFLOP/s over all workers, for the MFU; when None, the accelerator's
+            data-sheet peak times the replicas, or on CPUs a measured one (see `peak_flops.run_peak`).
 
     Returns:
         A `PretrainingResult`.
@@ -126,7 +127,7 @@ class PretrainingRun:
         with PreemptionWatcher(self.trainer.stop_requested) as preemption:
             self.controller = Controller(
                 self.trainer, self.log, preemption, self.recipe.save_checkpoints_steps,
-                self.recipe.iterations_per_loop, self._peak_flops(),
+                self.recipe.iterations_per_loop, self._peak(),
                 evaluator=self._evaluate if self.recipe.eval.input_file else None)
             preempted = self.train()
         return self.finish(preempted)
@@ -218,10 +219,12 @@ class PretrainingRun:
                                  checkpoint=tf.train.latest_checkpoint(self.ckpt_dir), eval_results=eval_results,
                                  last_metrics=self.controller.last_metrics, curves_png=curves, summary_file=summary)
 
-    def _peak_flops(self):
-        if self.peak_tflops:
-            return self.peak_tflops * 1e12
-        return measure_peak_flops(_COMPUTE_DTYPE[self.recipe.mixed_precision]) * self.layout.num_pipelines
+    def _peak(self):
+        peak = run_peak(self.strategy, self.layout.num_replicas, self.layout.num_pipelines,
+                        _COMPUTE_DTYPE[self.recipe.mixed_precision], peak_tflops=self.peak_tflops)
+        if peak:
+            logging.info("MFU is measured against %.4g TFLOP/s (%s).", peak.flops_per_second / 1e12, peak.source)
+        return peak
 
     def _evaluate(self):
         spec, last = self.recipe.eval, self.recipe.phases[-1]

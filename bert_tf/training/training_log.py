@@ -9,6 +9,8 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
+from bert_tf.training.peak_flops import clipped_mfu
+
 HISTORY_FILE = "train_metrics.jsonl"
 EVAL_RESULTS_FILE = "eval_results.txt"
 _SHORT = {"loss": "loss", "masked_lm_loss": "mlm_loss", "masked_lm_accuracy": "mlm_acc",
@@ -30,7 +32,7 @@ class TrainingLog:
     Example:
     >>> log = TrainingLog(model_dir, is_chief=True, resume_step=0, num_train_steps=1000)  # doctest: +SKIP
     >>> log.record(100, "seq128", {"loss": 7.1, ...}, steps=100, seconds=12.0, sequences=3200,  # doctest: +SKIP
-    ...            model_flops=2.2e14, peak_flops=4e11)
+    ...            model_flops=2.2e14, peak=Peak(4e11, "stated: --peak_tflops=0.4"))
     """
 
     def __init__(self, model_dir, is_chief, resume_step, num_train_steps):
@@ -43,13 +45,15 @@ class TrainingLog:
             self._history = [r for r in read_history(self.history_path) if r["step"] <= resume_step]
             self._write_history()
 
-    def record(self, step, phase, means, steps, seconds, sequences, model_flops, peak_flops):
+    def record(self, step, phase, means, steps, seconds, sequences, model_flops, peak):
         """One loop of `steps` steps ending at `step`: `means` are its metrics averaged over the steps; the rest
-        measure its speed (`peak_flops` None leaves the MFU out)."""
+        measure its speed against `peak` (a `peak_flops.Peak`; None leaves the MFU out)."""
         speed = {"steps_per_second": steps / seconds, "sequences_per_second": sequences / seconds,
                  "model_tflops_per_second": model_flops / seconds / 1e12}
-        if peak_flops:
-            speed["mfu"] = model_flops / seconds / peak_flops
+        if peak:
+            speed["mfu"], warning = clipped_mfu(model_flops / seconds, peak)
+            if warning:
+                logging.warning("%s", warning)
         row = {"step": int(step), "phase": phase, **{k: float(v) for k, v in means.items()}, **speed}
         if self.is_chief:
             with self._train_writer.as_default(step=int(step)):
