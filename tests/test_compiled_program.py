@@ -1,0 +1,94 @@
+"""What an accelerator run relies on, checked on the lowered program (HLO) of the multi-step training loop, at the
+real BERT-base and BERT-large shapes under mixed_bfloat16, without running it: no host transfers, no dynamic
+shapes, every matrix multiplication in bfloat16, and exactly the FLOPs the MFU counts (training/flops.py)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.training.compiled_program import ProgramSummary, lower_training_loop, memory_report
+from bert_tf.training.flops import training_flops_per_sequence
+from bert_tf.training.memory_estimate import estimate_step_memory
+from bert_tf.training.recipe import Recipe, load_recipe
+
+BATCH = 32  # sequences on one replica, at the first phase's 128 tokens and 20 predictions
+
+
+def lowered_summary(name, mixed_precision="mixed_bfloat16", micro_batch_size=BATCH):
+    recipe = load_recipe(name).with_overrides(mixed_precision=mixed_precision)
+    loop = lower_training_loop(recipe, micro_batch_size=micro_batch_size, steps=2)
+    return recipe, ProgramSummary.from_hlo_module(loop.compiler_ir("hlo_serialized"))
+
+
+def assert_accelerator_ready(recipe, summary):
+    assert summary.host_transfers == []
+    assert summary.dynamic_shapes == []
+    assert set(summary.dot_flops_by_dtype()) == {("bf16", "bf16")}
+    phase = recipe.phases[0]
+    expected = BATCH * training_flops_per_sequence(recipe.bert_config(), phase.max_seq_length,
+                                                   phase.max_predictions_per_seq)
+    np.testing.assert_allclose(summary.dot_flops, expected, rtol=0.01)
+    return expected
+
+
+def test_bert_base_loop_is_one_bfloat16_program_with_the_counted_flops():
+    recipe, summary = lowered_summary("bert_base_paper")
+    expected = assert_accelerator_ready(recipe, summary)
+    assert round(expected / 1e12, 3) == 2.238  # TFLOP per step of 32 x 128 tokens
+
+
+@pytest.mark.slow
+def test_bert_large_loop_is_one_bfloat16_program_with_the_counted_flops():
+    recipe, summary = lowered_summary("bert_large_paper")
+    assert_accelerator_ready(recipe, summary)
+
+
+def tiny_recipe(**overrides):
+    return Recipe.from_dict({
+        "name": "tiny_program", "train_batch_size": 8, "num_train_steps": 10, "num_warmup_steps": 1,
+        "model": {"preset": "tiny", "vocab_size": 64, "hidden_size": 16, "intermediate_size": 32,
+                  "num_attention_heads": 2, "max_position_embeddings": 16},
+        "phases": [{"name": "seq16", "num_steps": 10, "max_seq_length": 16, "max_predictions_per_seq": 4}],
+        **overrides})
+
+
+def test_the_checks_see_float32_matmuls_dynamic_shapes_and_flops():
+    """The summary is not blind: a float32 loop shows float32 dots (with the same FLOPs), a boolean mask a dynamic
+    shape, a known matmul its FLOPs."""
+    recipe = tiny_recipe(mixed_precision="float32")
+    summary = ProgramSummary.from_hlo_module(lower_training_loop(recipe, micro_batch_size=8).compiler_ir(
+        "hlo_serialized"))
+    assert set(summary.dot_flops_by_dtype()) == {("f32", "f32")}
+    np.testing.assert_allclose(summary.dot_flops, 8 * training_flops_per_sequence(recipe.bert_config(), 16, 4),
+                               rtol=0.01)
+    masked = tf.function(lambda x: tf.reduce_sum(tf.boolean_mask(x, x > 0)), jit_compile=True)
+    assert ProgramSummary.from_hlo_module(masked.experimental_get_compiler_ir(tf.ones([8]))(
+        "hlo_serialized")).dynamic_shapes
+    matmul = tf.function(lambda a, b: tf.matmul(a, b), jit_compile=True)
+    assert ProgramSummary.from_hlo_module(matmul.experimental_get_compiler_ir(tf.ones([3, 5]), tf.ones([5, 7]))(
+        "hlo_serialized")).dot_flops == 2 * 3 * 5 * 7
+
+
+def test_memory_report_holds_the_weights_and_both_adam_slots():
+    """XLA's buffer assignment of the compiled step: the arguments are the weights and the two Adam slots (3 x 4
+    bytes per parameter) plus the batch; activations are temporaries."""
+    recipe = tiny_recipe(mixed_precision="mixed_bfloat16")
+    loop = lower_training_loop(recipe, micro_batch_size=2, accumulation_steps=2, steps=1)
+    report = memory_report(loop.compiler_ir("optimized_hlo_proto_serialized"))
+    parameters = sum(int(np.prod(v.shape)) for v in loop.trainer.model.trainable_variables)
+    assert 12 * parameters <= report.arguments < 12 * parameters + 4096
+    assert report.temporaries > 0
+
+
+@pytest.mark.slow
+def test_memory_estimate_from_shallow_models_matches_the_whole_model():
+    """The recipes' estimates compile 1- and 2-block models and extrapolate in depth: on a 4-block model that
+    agrees with compiling the whole model, and memory grows with the micro-batch."""
+    recipe = tiny_recipe(mixed_precision="mixed_bfloat16", model={
+        "preset": "tiny", "vocab_size": 64, "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+        "max_position_embeddings": 16, "num_hidden_layers": 4})
+    extrapolated = estimate_step_memory(recipe, micro_batch_sizes=(2, 4), depths=(1, 2))
+    whole = estimate_step_memory(recipe, micro_batch_sizes=(2, 4), depths=None)
+    assert whole.per_sequence_bytes > 0
+    for micro in (2, 4, 8):
+        assert extrapolated.bytes_for(micro) == pytest.approx(whole.bytes_for(micro), rel=0.1)
