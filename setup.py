@@ -43,7 +43,7 @@ setup(
     packages=find_packages(include=["bert_tf", "bert_tf.*"]) + ["bert_tf.configs"],
     # configs/ stays at the top of the tree (it is data users edit) and installs as bert_tf.configs.
     package_dir={"bert_tf.configs": "configs"},
-    package_data={"bert_tf.configs": ["model/*.json", "pretrain/*.yaml"]},
+    package_data={"bert_tf.configs": ["model/*.json", "pretrain/*.yaml", "platforms.yaml"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     entry_points={

@@ -16,6 +16,7 @@ import sys
 from absl import flags, logging
 
 from bert_tf.cli import app
+from bert_tf.training.platforms import apply_platform
 from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, RecipeError, load_recipe
 from bert_tf.training.strategy import STRATEGIES
 
@@ -44,20 +45,24 @@ flags.DEFINE_enum("strategy", "default", STRATEGIES, "Where to run: tpu, mirrore
                   "(TF_CONFIG), one_device, default.")
 flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
 flags.DEFINE_enum("mixed_precision", None, MIXED_PRECISION, "Compute dtype policy (float32 is the original).")
+flags.DEFINE_string("platform", None, "Settings that fit an accelerator (configs/platforms.yaml: tpu_v4, "
+                    "tpu_v5e, a100_80gb, a100_40gb, h100_80gb, cpu): mixed precision and max_micro_batch_size; "
+                    "explicit flags still win. Global batch and schedule stay the recipe's.")
 flags.DEFINE_boolean("jit_compile", None, "Compile each replica's forward and backward pass with XLA.")
 flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords evaluated at the end with the original metrics.")
 flags.DEFINE_enum("optimizer", None, OPTIMIZERS, "adamw (the original AdamWeightDecay) or lamb.")
 flags.DEFINE_boolean("dynamic_masking", None, "Draw new masks for every batch (RoBERTa) instead of the records'.")
 flags.DEFINE_boolean("use_next_sentence", None, "Train the next-sentence loss (false: masked LM only).")
 flags.DEFINE_integer("seed", None, "Seed of the initialisation, the data order and dropout.")
-flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: measured).")
+flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: the "
+                   "accelerator's data-sheet peak x replicas; measured on CPUs).")
 flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE read as YAML), e.g. "
                           "--set=optimizer.beta_1=0.95 --set=model.hidden_dropout_prob=0 "
                           "--set=phases.1.max_seq_length=256.")
 
 # The flags that say where and how the run goes; every other flag of this module overrides the recipe field of
-# its name (see `Recipe.with_overrides`).
-_RUN_FLAGS = ("config", "model_dir", "strategy", "tpu", "peak_tflops", "set")
+# its name (see `Recipe.with_overrides`). --platform applies its settings before them, so explicit flags win.
+_RUN_FLAGS = ("config", "model_dir", "strategy", "tpu", "peak_tflops", "set", "platform")
 
 
 def recipe_from_flags(flag_values=FLAGS):
@@ -70,7 +75,10 @@ def recipe_from_flags(flag_values=FLAGS):
     'lamb'
     """
     names = [f.name for f in flag_values.get_flags_for_module(__name__) if f.name not in _RUN_FLAGS]
-    recipe = load_recipe(flag_values.config).with_overrides(**{name: flag_values[name].value for name in names})
+    recipe = load_recipe(flag_values.config)
+    if flag_values.platform:
+        recipe = apply_platform(recipe, flag_values.platform)
+    recipe = recipe.with_overrides(**{name: flag_values[name].value for name in names})
     settings = {}
     for setting in flag_values.set or ():
         field, sep, value = setting.partition("=")
