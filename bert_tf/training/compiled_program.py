@@ -17,7 +17,7 @@ from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 
 from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.pretraining import create_pretrainer
+from bert_tf.training.pretraining import create_pretrainer, resolve_bert_config
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer
 
@@ -64,7 +64,7 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
     micro = micro_batch_size or recipe.phase_batch_size(phase)
     batch = micro * accumulation_steps
     strategy = tf.distribute.get_strategy()
-    model = create_pretrainer(recipe.bert_config(), recipe.mixed_precision, recipe.use_next_sentence)
+    model = create_pretrainer(resolve_bert_config(recipe), recipe.mixed_precision, recipe.use_next_sentence)
     trainer = Trainer(strategy, worker_layout(strategy), model, create_optimizer(recipe),
                       max_micro_batch_size=micro)
     seq, pred = phase.max_seq_length, phase.max_predictions_per_seq

@@ -19,6 +19,7 @@ Caveats, written into the recipes that use these figures:
 import dataclasses
 
 from bert_tf.training.compiled_program import lower_training_loop, memory_report
+from bert_tf.training.pretraining import resolve_bert_config
 
 GIB = 1024 ** 3
 # Fraction of a device's memory a recipe plans to use: the rest covers what the CPU estimate cannot see.
@@ -95,6 +96,6 @@ def estimate_step_memory(recipe, phase_index=0, micro_batch_sizes=(4, 16), depth
         return MemoryEstimate(*fit(None), (small, large))
     shallow, deep = depths
     (fixed_a, per_a), (fixed_b, per_b) = fit(shallow), fit(deep)
-    blocks = (recipe.bert_config().num_hidden_layers - shallow) / (deep - shallow)
+    blocks = (resolve_bert_config(recipe).num_hidden_layers - shallow) / (deep - shallow)
     return MemoryEstimate(fixed_a + (fixed_b - fixed_a) * blocks, per_a + (per_b - per_a) * blocks,
                           (small, large), (shallow, deep))
