@@ -227,12 +227,17 @@ def keras_hub_inputs(features, token_ids=None, mask_positions=None):
             "mask_positions": features["masked_lm_positions"] if mask_positions is None else mask_positions}
 
 
+def guide_predictions(seq_length):
+    """The guide's predictions per sequence (32 at 128 tokens) at another length."""
+    return round(GUIDE_PREDICTIONS * seq_length / GUIDE_SEQ_LENGTH)
+
+
 def keras_hub_dataset(train_records, seq_length, predictions, vocab, args):
     """(inputs, mask ids, mask weights) batches: our records' token sequences, masked again by keras-hub."""
     tokens = read_vocab_file(vocab)
     masker = keras_hub.layers.MaskedLMMaskGenerator(
         vocabulary_size=len(tokens), mask_selection_rate=GUIDE_MASK_RATE, mask_token_id=tokens.index("[MASK]"),
-        mask_selection_length=round(GUIDE_PREDICTIONS * seq_length / GUIDE_SEQ_LENGTH),
+        mask_selection_length=guide_predictions(seq_length),
         unselectable_token_ids=[tokens.index(t) for t in ("[PAD]", "[CLS]", "[SEP]")])
 
     def mask(features):
@@ -313,10 +318,10 @@ def report_lines(runs, args, recipe, config, chapters, heldout_records, seq_leng
         f"{seq_length} tokens; data made in {data_seconds:.0f} s",
         f"model: L={config.num_hidden_layers}, H={config.hidden_size}, A={config.num_attention_heads}, "
         f"FFN {config.intermediate_size}, V={config.vocab_size}",
-        describe_recipe(recipe, config),
-        f"keras-hub: BertMaskedLM, batch {GUIDE_BATCH_SIZE} x {seq_length} tokens, MaskedLMMaskGenerator rate "
-        f"{GUIDE_MASK_RATE} ({round(GUIDE_PREDICTIONS * seq_length / GUIDE_SEQ_LENGTH)} pred.), AdamW "
-        f"{GUIDE_LEARNING_RATE:g} constant, dropout 0.1, XLA on; MLM only",
+        *([describe_recipe(recipe, config)] if "ours" in runs else []),
+        *([f"keras-hub: BertMaskedLM, batch {GUIDE_BATCH_SIZE} x {seq_length} tokens, MaskedLMMaskGenerator rate "
+           f"{GUIDE_MASK_RATE} ({guide_predictions(seq_length)} pred.), AdamW {GUIDE_LEARNING_RATE:g} constant, "
+           f"dropout 0.1, XLA on; MLM only"] if "keras-hub" in runs else []),
         f"evaluated every {args.eval_every} steps; target {args.target:.2f}; cap {args.max_minutes:g} min per side",
         "",
         "| side | time to target | best held-out MLM accuracy | steps run | training s |",
