@@ -62,7 +62,7 @@ from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 from bert_tf.text.bible import write_bible_split  # noqa: E402
 from bert_tf.text.vocabulary import read_vocab_file  # noqa: E402
 from bert_tf.training.controller import Controller  # noqa: E402
-from bert_tf.training.pretraining import PretrainingRun  # noqa: E402
+from bert_tf.training.pretraining import PretrainingRun, resolve_bert_config  # noqa: E402
 from bert_tf.training.recipe import load_recipe  # noqa: E402
 
 # keras.io's guide "Pretraining a Transformer from scratch with KerasNLP" (see the docstring).
@@ -385,7 +385,7 @@ def main():
             vocab_file=vocab, input_file=[train_records[(p.max_seq_length, p.max_predictions_per_seq)]
                                           for p in recipe.phases],
             iterations_per_loop=args.eval_every, save_checkpoints_steps=recipe.num_train_steps)
-        config = recipe.bert_config()
+        config = resolve_bert_config(recipe)
         heldout_batches = list(pretraining_dataset(heldout_records, *lengths, EVAL_BATCH_SIZE, is_training=False))
         runs = {}
         for name in sides:
