@@ -1,6 +1,8 @@
 """Fine-tuning with Keras fit: the native task models (trained with the fine-tuning optimizer, saved as .keras,
 exported for serving) and the optimizer."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -146,17 +148,50 @@ def test_span_qa_learns_start_and_end_with_the_original_mean_loss_and_serves_its
         loaded.signatures["serving_default"](**{k: tf.constant(v) for k, v in too_long.items()})
 
 
-def test_optimizer_warms_up_decays_and_spares_layer_norm_and_biases():
+# The trainable variables of the original run_classifier.py's model (TF1 names, 2 layers) and its head.
+ORIGINAL_ENCODER = (
+    [f"bert/embeddings/{n}" for n in ("word_embeddings", "token_type_embeddings", "position_embeddings",
+                                      "LayerNorm/gamma", "LayerNorm/beta")]
+    + [f"bert/encoder/layer_{i}/{scope}/{p}" for i in range(2)
+       for scope in ("attention/self/query", "attention/self/key", "attention/self/value", "attention/output/dense",
+                     "intermediate/dense", "output/dense") for p in ("kernel", "bias")]
+    + [f"bert/encoder/layer_{i}/{scope}/LayerNorm/{p}" for i in range(2) for scope in ("attention/output", "output")
+       for p in ("gamma", "beta")]
+    + ["bert/pooler/dense/kernel", "bert/pooler/dense/bias"])
+ORIGINAL_HEAD = {"classifier/logits/kernel": "output_weights", "classifier/logits/bias": "output_bias"}
+
+
+def test_optimizer_is_the_originals_adam_weight_decay_on_warmup_and_linear_decay(tiny_config):
     optimizer = create_finetuning_optimizer(1e-3, num_train_steps=100)  # 10 warmup steps
     schedule = optimizer._learning_rate
     assert [round(float(schedule(s)), 7) for s in (0, 5, 10, 55, 100)] == [0.0, 5e-4, 9e-4, 4.5e-4, 0.0]
     assert optimizer.epsilon == 1e-6 and optimizer.global_clipnorm == 1.0
-    kernel, bias = keras.Variable(np.ones((2, 2)), name="kernel"), keras.Variable(np.ones(2), name="bias")
-    gamma, beta = keras.Variable(np.ones(2), name="gamma"), keras.Variable(np.ones(2), name="beta")
-    variables = [kernel, bias, gamma, beta]
-    optimizer = create_finetuning_optimizer(0.5, num_train_steps=10, num_warmup_steps=0, weight_decay=0.1)
-    optimizer.apply_gradients([(keras.ops.zeros_like(v), v) for v in variables])
-    # Zero gradients: only the decoupled decay moves a weight, by lr * weight_decay = 5%.
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(kernel), 0.95, rtol=1e-6)
-    for variable in (bias, gamma, beta):
-        np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), 1.0)
+
+    model = BertClassifier(tiny_config, num_classes=2)
+    model({k: np.ones((1, 4), np.int32) for k in ("input_word_ids", "input_mask", "input_type_ids")})
+    optimizer = create_finetuning_optimizer(0.5, num_train_steps=10, num_warmup_steps=0, weight_decay_rate=0.1)
+    optimizer.build(model.trainable_variables)
+    ours = {ORIGINAL_HEAD.get(v.path, v.path): optimizer.uses_weight_decay(v) for v in model.trainable_variables}
+    # The original's rule on the original's names: decay unless "LayerNorm", "layer_norm" or "bias" is in the name.
+    original = {name: not re.search("LayerNorm|layer_norm|bias", name)
+                for name in ORIGINAL_ENCODER + list(ORIGINAL_HEAD.values())}
+    assert ours == original
+    assert sum(original.values()) == 3 + 2 * 6 + 1 + 1  # 3 embeddings, 6 kernels a layer, pooler, output weights
+
+    # One step, gradient 1 on the biases and 0 elsewhere: a decayed weight shrinks by lr * rate = 5%; a bias moves
+    # by lr * m / (sqrt(v) + eps), about 0.5 * 0.1 / sqrt(0.001) = 1.58 without Adam's bias correction (Keras
+    # AdamW: about 0.5).
+    before = {v.path: keras.ops.convert_to_numpy(v) for v in model.trainable_variables}
+    # Clipped to global norm 1 first: each bias gradient becomes 1 / sqrt(number of bias entries).
+    gradient = 1 / np.sqrt(sum(b.size for path, b in before.items() if path.endswith("bias")))
+    optimizer.apply_gradients([(keras.ops.ones_like(v) if v.path.endswith("bias") else keras.ops.zeros_like(v), v)
+                               for v in model.trainable_variables])
+    for variable in model.trainable_variables:
+        after, start = keras.ops.convert_to_numpy(variable), before[variable.path]
+        if variable.path.endswith("bias"):
+            step = 0.5 * 0.1 * gradient / (np.sqrt(0.001) * gradient + 1e-6)
+            np.testing.assert_allclose(start - after, step, rtol=1e-4)
+        elif ours[ORIGINAL_HEAD.get(variable.path, variable.path)]:
+            np.testing.assert_allclose(after, 0.95 * start, rtol=1e-5, atol=1e-7)
+        else:
+            np.testing.assert_array_equal(after, start)

@@ -36,6 +36,13 @@ def read_table(path, text_column, label_column, text_b_column=None):
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"Data file {path} does not exist.")
+    try:
+        return _read_table(path, text_column, label_column, text_b_column)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text ({e.reason}): save it as UTF-8.") from None
+
+
+def _read_table(path, text_column, label_column, text_b_column):
     is_csv = path.lower().endswith(".csv")
     with open(path, encoding="utf-8", newline="") as f:
         rows = csv.reader(f) if is_csv else csv.reader(f, delimiter="\t", quotechar=None)
@@ -70,7 +77,8 @@ def read_tfds(name, data_dir, split, text_column, label_column, text_b_column=No
     A `ClassLabel` label feature gives its names; other labels are turned into strings.
 
     Example:
-    >>> data = read_tfds("glue/sst2", "/data/tfds", "validation", text_column="sentence", label_column="label")  # doctest: +SKIP
+    >>> data = read_tfds("glue/sst2", "/data/tfds", "validation", text_column="sentence",
+    ...                  label_column="label")  # doctest: +SKIP
     """
     import tensorflow_datasets as tfds
 

@@ -9,11 +9,13 @@ import os
 
 import keras
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from bert_tf.finetuning.classifier import BertClassifier
 from bert_tf.finetuning.features import encode_texts
 from bert_tf.finetuning.optimizer import create_finetuning_optimizer
+from bert_tf.errors import NonFiniteLossError
 
 BEST_MODEL, LABELS_FILE, RESULTS_FILE = "best.keras", "labels.txt", "dev_results.json"
 
@@ -23,7 +25,7 @@ class FinetuningResult:
     """What a run gave: per-epoch dev metrics, the best epoch, the majority-class baseline, the written paths.
 
     Example:
-    >>> result.epochs[0], result.best_epoch, result.majority_baseline  # doctest: +SKIP
+    >>> result.epochs[0], result.best_epoch, result.majority_baseline
     ({'accuracy': 0.834, 'f1': 0.817, 'epoch': 1}, 3, 0.5)
     """
 
@@ -45,12 +47,31 @@ def dev_metrics(labels, predictions, num_classes):
     return metrics
 
 
+class FiniteLossGuard(keras.callbacks.Callback):
+    """Stops `fit` with `NonFiniteLossError` at the first step whose loss is NaN or infinite (e.g. a learning rate
+    far too high), so no model of that run is kept or exported.
+
+    Example:
+    >>> model.fit(features, labels, callbacks=[FiniteLossGuard()])  # doctest: +SKIP
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            raise NonFiniteLossError(
+                f"The fine-tuning loss became {float(loss)} at step {int(self.model.optimizer.iterations)}: nothing "
+                f"was exported. Lower --learning_rate (the paper's range is 2e-5 to 5e-5) and check the inputs.")
+
+
 class DevEvaluation(keras.callbacks.Callback):
     """After each epoch: prints `dev accuracy: 0.xxxx` (and `dev f1`), keeps the best weights in memory and on
     disk as `best.keras`.
 
+    An epoch whose training loss or dev logits are not finite is reported but never kept.
+
     Example:
-    >>> evaluation = DevEvaluation(dev_features, dev_labels, num_classes=2, batch_size=64, best_path="best.keras")  # doctest: +SKIP
+    >>> evaluation = DevEvaluation(dev_features, dev_labels, num_classes=2, batch_size=64,
+    ...                            best_path="best.keras")  # doctest: +SKIP
     >>> model.fit(train_features, train_labels, epochs=3, callbacks=[evaluation])  # doctest: +SKIP
     >>> model.set_weights(evaluation.best_weights)  # doctest: +SKIP
     """
@@ -65,6 +86,7 @@ class DevEvaluation(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         logits = self.model.predict(self.features, batch_size=self.batch_size, verbose=0)
+        finite = np.all(np.isfinite(logits)) and math.isfinite(float((logs or {}).get("loss", 0.0)))
         metrics = dev_metrics(self.labels, np.argmax(logits, axis=-1), self.num_classes)
         metrics["epoch"] = epoch + 1
         self.history.append(metrics)
@@ -72,7 +94,7 @@ class DevEvaluation(keras.callbacks.Callback):
         if "f1" in metrics:
             line += f" dev f1: {metrics['f1']:.4f}"
         print(line, flush=True)
-        if metrics["accuracy"] > self.best_accuracy:
+        if finite and metrics["accuracy"] > self.best_accuracy:
             self.best_accuracy, self.best_epoch = metrics["accuracy"], epoch + 1
             self.best_weights = self.model.get_weights()
             self.model.save(self.best_path)
@@ -86,16 +108,27 @@ def label_ids(labels, label_names, source):
     return np.array([index[label] for label in labels], np.int32)
 
 
+def check_output_dir(output_dir):
+    """Refuses an output_dir that already holds files, before any training: a second run would mix its
+    best.keras, results and serving models with the first one's."""
+    if tf.io.gfile.isdir(output_dir) and tf.io.gfile.listdir(output_dir):
+        raise FileExistsError(f"--output_dir {output_dir} is not empty: pass a new directory (or remove this one) "
+                              f"so two runs never mix their models.")
+    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+        raise FileExistsError(f"--output_dir {output_dir} is a file: pass a directory.")
+
+
 def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_length=128, num_train_epochs=3,
                         train_batch_size=32, eval_batch_size=64, learning_rate=5e-5, warmup_proportion=0.1,
                         vocab_file=None, do_lower_case=True, version=1, verbose=1):
     """Fine-tunes `BertClassifier(encoder)` on `train` (`LabelledTexts`), evaluates on `dev` after every epoch,
     restores the best epoch and writes to `output_dir`: `best.keras`, `labels.txt`, `dev_results.json`,
-    `classifier/<version>` (ids -> probabilities) and `preprocessing/<version>` (text -> ids).
+    `classifier/<version>` (ids -> probabilities) and `preprocessing/<version>` (text -> ids). `output_dir` must
+    be new or empty; a loss that becomes NaN or infinite raises `NonFiniteLossError` and nothing is exported.
 
     Example:
-    >>> result = finetune_classifier(bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train, dev,  # doctest: +SKIP
-    ...                              "finetuned", max_seq_length=64, num_train_epochs=2)
+    >>> result = finetune_classifier(bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train, dev,
+    ...                              "finetuned", max_seq_length=64, num_train_epochs=2)  # doctest: +SKIP
     >>> result.best_accuracy  # doctest: +SKIP
     0.91
     """
@@ -109,6 +142,7 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
     label_names = sorted(set(train.labels))
     if len(label_names) < 2:
         raise ValueError(f"The training data has only the label(s) {label_names}: a classifier needs two or more.")
+    check_output_dir(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     train_y = label_ids(train.labels, label_names, "the training data")
     dev_y = label_ids(dev.labels, label_names, "the dev data")
@@ -127,7 +161,10 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
     evaluation = DevEvaluation(dev_x, dev_y, len(label_names), eval_batch_size,
                                os.path.join(output_dir, BEST_MODEL), after_progress_bar=verbose == 1)
     model.fit(train_x, train_y, batch_size=train_batch_size, epochs=num_train_epochs, shuffle=True,
-              callbacks=[evaluation], verbose=verbose)
+              callbacks=[FiniteLossGuard(), evaluation], verbose=verbose)
+    if evaluation.best_weights is None:
+        raise NonFiniteLossError("No epoch gave finite dev logits: nothing was exported. Lower --learning_rate and "
+                                 "check the inputs.")
     model.set_weights(evaluation.best_weights)
     print(f"best: epoch {evaluation.best_epoch}, dev accuracy: {evaluation.best_accuracy:.4f}", flush=True)
 
