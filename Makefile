@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-EXTRAS ?= test,corpus,serving,hub,beam
+EXTRAS ?= test,corpus,serving,hub,beam,transformers
 
 .PHONY: setup demo test clean
 

@@ -30,6 +30,9 @@ EXTRAS_REQUIRE = {
     "serving": ["tensorflow-serving-api==2.21.*"],
     "hub": ["tensorflow-hub>=0.16", "tf-keras==2.21.*"],
     "test": ["pytest>=8", "pytest-xdist>=3"],
+    # bert-convert --to hf is checked by loading its output in transformers; torch 2.13.0 has a CPU wheel here
+    # (a version range could pull a CUDA build).
+    "transformers": ["torch==2.13.0", "transformers>=4.40", "safetensors>=0.4"],
 }
 EXTRAS_REQUIRE["all"] = sorted({r for reqs in EXTRAS_REQUIRE.values() for r in reqs})
 

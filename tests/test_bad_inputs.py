@@ -12,10 +12,12 @@ import errno
 import pytest
 import tensorflow as tf
 
-from helpers import run_cli
+from helpers import run_cli, tiny_config
 from pretraining_records import write_records, write_vocab
 
+from bert_tf import BertPretrainer
 from bert_tf.cli import app
+from bert_tf.model_dir import write_model_dir
 
 Row = collections.namedtuple("Row", "case args code words")
 
@@ -85,19 +87,41 @@ ROWS = {
     ],
     "export": [
         Row("model_dir missing", ["--model_dir={out}/none", "--output_dir={out}/exported"], 2, ["{out}/none"]),
+        Row("seq length over the positions", ["--model_dir={model}", "--output_dir={out}/exported",
+                                               "--max_seq_length=600"], 2,
+            ["seq_length=600 must lie in [3, max_position_embeddings=32]"]),
     ],
     "finetune": [
         Row("directory as train file", ["--init_checkpoint={out}/none", "--train_file={dir}", "--dev_file={dir}",
                                         "--output_dir={out}/finetuned"], 2, ["{dir}"]),
+        Row("learning rate nan", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
+                                  "--learning_rate=nan", "--output_dir={out}/finetuned"], 2,
+            ["--learning_rate=nan must be a number in (0, 1]"]),
+        Row("learning rate typo", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
+                                   "--learning_rate=5e5", "--output_dir={out}/finetuned"], 2,
+            ["--learning_rate=500000.0 must be a number in (0, 1]", "minus sign"]),
+        Row("batch size 0", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
+                             "--train_batch_size=0", "--output_dir={out}/finetuned"], 2,
+            ["--train_batch_size=0 must be a positive whole number"]),
+        Row("output dir not empty", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
+                                     "--output_dir={model}"], 2, ["--output_dir {model} is not empty"]),
+        Row("train file not UTF-8", ["--init_checkpoint={model}", "--train_file={latin1_table}",
+                                     "--dev_file={table}", "--output_dir={out}/finetuned"], 2,
+            ["{latin1_table} is not UTF-8 text", "save it as UTF-8"]),
     ],
     "convert": [
         Row("input missing", ["--from=hf", "--input={out}/none", "--output={out}/converted"], 2, ["{out}/none"]),
+        Row("shard outside the input", ["--from=hf", "--input={hf_escape}", "--output={out}/converted"], 2,
+            ["names the shard '../../../../etc/passwd', which is not a file in --input"]),
+        Row("vocab size differs from the config", ["--from=hf", "--input={hf_short_vocab}",
+                                                   "--output={out}/converted"], 2,
+            ["has 100 tokens but", "says vocab_size=30522", "--allow_vocab_mismatch"]),
     ],
 }
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory):
+def paths(tmp_path_factory, minilm_dir):
     root = tmp_path_factory.mktemp("inputs")
     (root / "dir").mkdir()
     (root / "file").write_text("a file, not a folder\n")
@@ -111,10 +135,26 @@ def paths(tmp_path_factory):
     (root / "corrupt.tfrecord").write_bytes(bytes(data))
     write_vocab(root / "small_vocab.txt", 16)
     (root / "recipe.yaml").write_text(TINY_RECIPE.format(records=root / "records.tfrecord", vocab=root / "vocab.txt"))
+    # A model directory (tiny config: 32 positions) and labelled tables for bert-export and bert-finetune.
+    write_model_dir(str(root / "model"), BertPretrainer(tiny_config()), str(root / "vocab.txt"))
+    (root / "table.csv").write_text("text,label\nthe lord,a\njesus wept,b\n")
+    (root / "latin1.csv").write_bytes("text,label\ncaf\u00e9,a\n".encode("latin-1"))
+    # HF directories: an index whose shard lies outside the folder, and MiniLM with a vocab cut to 100 tokens.
+    (root / "hf_escape").mkdir()
+    (root / "hf_escape" / "config.json").write_text('{"model_type": "bert"}')
+    (root / "hf_escape" / "model.safetensors.index.json").write_text(
+        '{"weight_map": {"embeddings.word_embeddings.weight": "../../../../etc/passwd"}}')
+    (root / "hf_short_vocab").mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (root / "hf_short_vocab" / name).symlink_to(f"{minilm_dir}/{name}")
+    with open(f"{minilm_dir}/vocab.txt", encoding="utf-8") as f:
+        (root / "hf_short_vocab" / "vocab.txt").write_text("".join(f.readlines()[:100]))
     return {"dir": root / "dir", "file": root / "file", "corpus": root / "corpus.txt", "vocab": root / "vocab.txt",
             "empty": root / "empty.txt", "vocab_without_mask": root / "vocab_without_mask.txt",
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
-            "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml"}
+            "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
+            "model": root / "model", "table": root / "table.csv", "latin1_table": root / "latin1.csv",
+            "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab"}
 
 
 # A bert-pretrain recipe that would train (a few steps of a tiny model on `records`) but for the row's flag.

@@ -42,8 +42,10 @@ def test_converts_minilm_and_load_encoder_reads_the_result(minilm_dir, tmp_path)
 @pytest.mark.parametrize("args, message", [
     (["--from=pt", "--input=a", "--output=b"], "bert-convert: error: flag --from=pt: value should be one of <tf1|hf> "
                                                "(--helpshort lists the flags)."),
-    (["--input=a", "--output=b"], "bert-convert: error: --from is required: pass --from=... (--helpshort lists the "
-                                  "flags)."),
+    (["--input=a", "--output=b"], "bert-convert: error: Pass exactly one of --from (tf1, hf: into this package's "
+                                  "format) and --to (hf, keras_hub: out of it)."),
+    (["--from=hf", "--output=b"], "bert-convert: error: --input is required: pass --input=... (--helpshort lists "
+                                  "the flags)."),
 ])
 def test_flag_errors_are_one_line(args, message):
     process = bert_convert(*args)

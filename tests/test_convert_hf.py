@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
-from bert_tf.checkpoints.convert_hf import convert_hf
+from bert_tf.conversion.from_hf import convert_hf
 from bert_tf.model_dir import load_encoder, load_pretrainer, read_config
 from bert_tf.modeling.encoder import BertEncoder
 

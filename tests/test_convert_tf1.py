@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.checkpoints import tf1_names
-from bert_tf.checkpoints.convert_tf1 import convert_tf1
+from bert_tf.conversion import tf1_names
+from bert_tf.conversion.from_tf1 import convert_tf1
 from bert_tf.model_dir import load_encoder, load_pretrainer, read_config
 
 # An original-style bert_config.json: "gelu" means the tanh approximation, no layer_norm_eps key (1e-12 in code).

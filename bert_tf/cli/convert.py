@@ -1,17 +1,19 @@
-"""bert-convert: released Google TF1 checkpoints and HF BERT safetensors -> this package's checkpoint directory.
+"""bert-convert: released Google TF1 checkpoints and HF BERT safetensors -> this package's model directory, and back
+out to HF transformers and keras-hub.
 
   bert-convert --from tf1 --input uncased_L-12_H-768_A-12 --output converted/bert_base_uncased
   bert-convert --from hf --input all-MiniLM-L6-v2 --output converted/minilm
+  bert-convert --to hf --input runs/demo --output hf/demo              # BertForPreTraining folder
+  bert-convert --to keras_hub --input runs/demo --output keras_hub/demo  # keras-hub preset folder
 
-The output holds bert_config.json, vocab.txt and ckpt-0, which `bert_tf.load_encoder` / `load_pretrainer`,
-bert-pretrain --init_checkpoint, bert-export and bert-finetune read. A wrong flag or input ends it with exit
-status 2 and one line naming the cause (see `bert_tf.cli.app`).
+--from writes bert_config.json, vocab.txt and ckpt-0, which `bert_tf.load_encoder` / `load_pretrainer`,
+bert-pretrain --init_checkpoint, bert-export and bert-finetune read. --to reads such a directory (from bert-convert
+or bert-pretrain). A wrong flag or input ends it with exit status 2 and one line naming the cause (see
+`bert_tf.cli.app`).
 """
 
 from absl import flags
 
-from bert_tf.checkpoints.convert_hf import convert_hf
-from bert_tf.checkpoints.convert_tf1 import convert_tf1
 from bert_tf.cli import app
 
 FLAGS = flags.FLAGS
@@ -19,19 +21,37 @@ FLAGS = flags.FLAGS
 # "from" is a Python keyword: the flag is read as FLAGS["from"].value.
 flags.DEFINE_enum("from", None, ["tf1", "hf"], "Source format: tf1 (a released Google BERT directory: "
                   "bert_model.ckpt.*, bert_config.json, vocab.txt) or hf (config.json, model.safetensors, vocab.txt).")
+flags.DEFINE_enum("to", None, ["hf", "keras_hub"], "Instead of --from: export this package's model directory "
+                  "(--input) as an HF BertForPreTraining folder or a keras-hub preset folder.")
 flags.DEFINE_string("input", None, "The source model directory.")
-flags.DEFINE_string("output", None, "Where the converted checkpoint directory goes (must not hold a checkpoint).")
+flags.DEFINE_string("output", None, "Where the converted directory goes (new or empty).")
+flags.DEFINE_bool("allow_vocab_mismatch", False, "With --from: accept a vocab.txt whose size differs from the "
+                  "config's vocab_size.")
+flags.DEFINE_bool("do_lower_case", True, "With --to: whether the model is uncased (written into the tokenizer "
+                  "config).")
 
 
 def main(argv):
     del argv
-    converter = {"tf1": convert_tf1, "hf": convert_hf}[FLAGS["from"].value]
-    result = converter(FLAGS.input, FLAGS.output)
-    print(result, flush=True)
+    source, target = FLAGS["from"].value, FLAGS.to
+    if bool(source) == bool(target):
+        raise app.InputError("Pass exactly one of --from (tf1, hf: into this package's format) and --to (hf, "
+                             "keras_hub: out of it).")
+    if source:
+        from bert_tf.conversion import convert_hf, convert_tf1
+
+        converter = {"tf1": convert_tf1, "hf": convert_hf}[source]
+        print(converter(FLAGS.input, FLAGS.output, allow_vocab_mismatch=FLAGS.allow_vocab_mismatch), flush=True)
+        return
+    from bert_tf.conversion.to_hf import export_hf
+    from bert_tf.conversion.to_keras_hub import export_keras_hub
+
+    exporter = {"hf": export_hf, "keras_hub": export_keras_hub}[target]
+    print(exporter(FLAGS.input, FLAGS.output, do_lower_case=FLAGS.do_lower_case), flush=True)
 
 
 def run():
-    app.run(main, required_flags=["from", "input", "output"])
+    app.run(main, required_flags=["input", "output"])
 
 
 if __name__ == "__main__":

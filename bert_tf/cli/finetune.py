@@ -36,7 +36,8 @@ flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, [CLS] and [SEP]
 flags.DEFINE_float("num_train_epochs", 3.0, "Epochs to train (a whole number: dev accuracy is reported per epoch).")
 flags.DEFINE_integer("train_batch_size", 32, "Examples per training step.")
 flags.DEFINE_integer("eval_batch_size", 64, "Examples per dev prediction step.")
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW (linear warmup, then linear decay to 0).")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of the original AdamWeightDecay (linear warmup, then "
+                   "linear decay to 0).")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps spent warming the learning rate up from 0.")
 flags.DEFINE_string("output_dir", None, "Where the best model, its results and the serving models go.")
 flags.DEFINE_integer("version", 1, "Version folder number of the exported serving models.")
@@ -82,6 +83,32 @@ def load_encoder():
     return encoder, vocab_file, do_lower_case
 
 
+def check_flags():
+    """Refuses numeric flags that cannot be meant (NaN, 0, a typo like 5e5 for 5e-5) and an output_dir that already
+    holds a run, before anything is loaded or trained."""
+    import math
+
+    from bert_tf.finetuning.run_classifier import check_output_dir
+
+    epochs = FLAGS.num_train_epochs
+    if not (math.isfinite(epochs) and epochs >= 1 and epochs == int(epochs)):
+        raise app.InputError(f"--num_train_epochs={epochs} must be a whole number >= 1 (dev accuracy is reported "
+                             f"after each epoch).")
+    rate = FLAGS.learning_rate
+    if not (math.isfinite(rate) and 0 < rate <= 1):
+        raise app.InputError(f"--learning_rate={rate} must be a number in (0, 1]: fine-tuning uses e.g. 2e-5 to 5e-5 "
+                             f"(note the minus sign in the exponent).")
+    if not (math.isfinite(FLAGS.warmup_proportion) and 0 <= FLAGS.warmup_proportion <= 1):
+        raise app.InputError(f"--warmup_proportion={FLAGS.warmup_proportion} must lie in [0, 1] (the original: 0.1).")
+    for name in ("train_batch_size", "eval_batch_size", "version"):
+        if FLAGS[name].value < 1:
+            raise app.InputError(f"--{name}={FLAGS[name].value} must be a positive whole number.")
+    if FLAGS.max_seq_length < 3:
+        raise app.InputError(f"--max_seq_length={FLAGS.max_seq_length} leaves no room for text after [CLS] and [SEP]: "
+                             f"pass e.g. 128.")
+    check_output_dir(FLAGS.output_dir)
+
+
 def main(argv):
     del argv
     import keras
@@ -89,10 +116,7 @@ def main(argv):
     from bert_tf.finetuning.run_classifier import finetune_classifier
     from bert_tf.text.tokenizer import FullTokenizer
 
-    epochs = FLAGS.num_train_epochs
-    if epochs < 1 or epochs != int(epochs):
-        raise app.InputError(f"--num_train_epochs={epochs} must be a whole number >= 1 (dev accuracy is reported "
-                             f"after each epoch).")
+    check_flags()
     keras.utils.set_random_seed(FLAGS.seed)
     train, dev = load_data()
     encoder, vocab_file, do_lower_case = load_encoder()
@@ -102,10 +126,10 @@ def main(argv):
                              f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")
     finetune_classifier(
         encoder, tokenizer, train, dev, FLAGS.output_dir,
-        max_seq_length=FLAGS.max_seq_length, num_train_epochs=int(epochs), train_batch_size=FLAGS.train_batch_size,
-        eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
-        warmup_proportion=FLAGS.warmup_proportion, vocab_file=vocab_file, do_lower_case=do_lower_case,
-        version=FLAGS.version)
+        max_seq_length=FLAGS.max_seq_length, num_train_epochs=int(FLAGS.num_train_epochs),
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        learning_rate=FLAGS.learning_rate, warmup_proportion=FLAGS.warmup_proportion, vocab_file=vocab_file,
+        do_lower_case=do_lower_case, version=FLAGS.version)
 
 
 def run():

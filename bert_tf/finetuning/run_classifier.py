@@ -15,7 +15,7 @@ from absl import logging
 from bert_tf.finetuning.classifier import BertClassifier
 from bert_tf.finetuning.features import encode_texts
 from bert_tf.finetuning.optimizer import create_finetuning_optimizer
-from bert_tf.errors import NonFiniteLossError
+from bert_tf.errors import InputError, NonFiniteLossError
 
 BEST_MODEL, LABELS_FILE, RESULTS_FILE = "best.keras", "labels.txt", "dev_results.json"
 
@@ -112,10 +112,10 @@ def check_output_dir(output_dir):
     """Refuses an output_dir that already holds files, before any training: a second run would mix its
     best.keras, results and serving models with the first one's."""
     if tf.io.gfile.isdir(output_dir) and tf.io.gfile.listdir(output_dir):
-        raise FileExistsError(f"--output_dir {output_dir} is not empty: pass a new directory (or remove this one) "
-                              f"so two runs never mix their models.")
+        raise InputError(f"--output_dir {output_dir} is not empty: pass a new directory (or remove this one) "
+                         f"so two runs never mix their models.")
     if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
-        raise FileExistsError(f"--output_dir {output_dir} is a file: pass a directory.")
+        raise InputError(f"--output_dir {output_dir} is a file: pass a directory.")
 
 
 def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_length=128, num_train_epochs=3,

@@ -10,6 +10,8 @@ from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.config import BertConfig
+from bert_tf.errors import InputError
+from bert_tf.text.vocabulary import Vocabulary
 
 
 @dataclasses.dataclass
@@ -105,16 +107,23 @@ def check_output_dir(output_dir):
         raise FileExistsError(f"{output_dir} already holds a checkpoint: pass a new --output directory.")
 
 
-def write(output_dir, model, vocab_file, config_source, heads=True):
-    """Writes the converted model with its config and vocab; returns the checkpoint path."""
+def write(output_dir, model, vocab_file, config_source, heads=True, allow_vocab_mismatch=False):
+    """Writes the converted model with its config and vocab; returns the checkpoint path.
+
+    A vocab whose size differs from the config's vocab_size is refused (ids past the vocab would never be produced,
+    or ids of the vocab would have no embedding) unless `allow_vocab_mismatch`.
+    """
     if vocab_file is None:
         logging.warning("No vocab.txt next to %s: the converted model has no vocab.", config_source)
     else:
-        with open(vocab_file, encoding="utf-8") as f:
-            size = sum(1 for _ in f)
+        size = Vocabulary.from_file(vocab_file).size
         if size != model.config.vocab_size:
-            logging.warning("%s has %d tokens but %s says vocab_size=%d.", vocab_file, size, config_source,
-                            model.config.vocab_size)
+            message = (f"{vocab_file} has {size} tokens but {config_source} says vocab_size="
+                       f"{model.config.vocab_size}")
+            if not allow_vocab_mismatch:
+                raise InputError(f"{message}: pass the vocab that belongs to this checkpoint, or "
+                                 f"--allow_vocab_mismatch if the difference is intended (e.g. unused rows).")
+            logging.warning("%s (allowed by --allow_vocab_mismatch).", message)
     return model_dir_lib.write_model_dir(output_dir, model, vocab_file, step=0, heads=heads)
 
 

@@ -14,8 +14,9 @@ import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy, so the NumPy loa
 import numpy as np
 from safetensors import safe_open
 
-from bert_tf.checkpoints import conversion, hf_names
+from bert_tf.conversion import hf_names, rename_table
 from bert_tf.config import BertConfig
+from bert_tf.errors import InputError
 from bert_tf.modeling.pretrainer import BertPretrainer
 
 WEIGHTS = "model.safetensors"
@@ -52,12 +53,25 @@ def read_hf_config(path):
 
 
 def weight_files(input_dir):
-    """The safetensors file(s) of an HF model directory (one file, or the shards its index lists)."""
+    """The safetensors file(s) of an HF model directory (one file, or the shards its index lists); a shard name
+    that leads outside `input_dir` (an absolute path, "..") is refused, so a crafted index cannot open other files."""
     index = os.path.join(input_dir, WEIGHTS_INDEX)
     if os.path.exists(index):
-        with open(index, encoding="utf-8") as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
-        return [os.path.join(input_dir, shard) for shard in shards]
+        try:
+            with open(index, encoding="utf-8") as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+        except (json.JSONDecodeError, KeyError, AttributeError, TypeError) as e:
+            raise InputError(f"{index} is not a safetensors index ({e}): it must be JSON with a weight_map of "
+                             f"weight name -> shard file name.") from None
+        root = os.path.realpath(input_dir)
+        paths = []
+        for shard in shards:
+            path = os.path.realpath(os.path.join(root, str(shard)))
+            if os.path.dirname(path) != root:
+                raise InputError(f"{index} names the shard {shard!r}, which is not a file in --input {input_dir}: "
+                                 f"shards must be file names inside the model directory.")
+            paths.append(path)
+        return paths
     single = os.path.join(input_dir, WEIGHTS)
     if os.path.exists(single):
         return [single]
@@ -79,13 +93,14 @@ def canonical_name(name):
     return name
 
 
-def convert_hf(input_dir, output_dir):
+def convert_hf(input_dir, output_dir, allow_vocab_mismatch=False):
     """Converts an HF BERT model directory (`config.json`, `model.safetensors`, `vocab.txt`) to a model directory
     that `load_encoder` / `load_pretrainer` read.
 
     Args:
         input_dir: an HF BERT directory with safetensors weights.
         output_dir: where the converted `bert_config.json`, `vocab.txt` and `ckpt-0` go (must hold no checkpoint).
+        allow_vocab_mismatch: accept a vocab.txt whose size differs from the config's vocab_size.
 
     Returns:
         A `Conversion` summary (its `fresh` lists what the file lacked, e.g. the heads of a `BertModel`).
@@ -99,7 +114,7 @@ def convert_hf(input_dir, output_dir):
     config_file = os.path.join(input_dir, "config.json")
     config = read_hf_config(config_file)
     files = weight_files(input_dir)
-    conversion.check_output_dir(output_dir)
+    rename_table.check_output_dir(output_dir)
     with contextlib.ExitStack() as stack:
         location = {}
         for path in files:
@@ -126,11 +141,12 @@ def convert_hf(input_dir, output_dir):
                                  "place in BERT's tied head.")
         names = [key for key in location if key not in ignored]
         model = BertPretrainer(config)
-        fresh = conversion.load_weights(model, names, read,
-                                        conversion.expand(hf_names.TABLE, config.num_hidden_layers),
+        fresh = rename_table.load_weights(model, names, read,
+                                        rename_table.expand(hf_names.TABLE, config.num_hidden_layers),
                                         ", ".join(files), optional=hf_names.OPTIONAL)
     heads = any(name in names for name, _, _ in hf_names.HEADS)
-    vocab_file = conversion.optional_file(input_dir, "vocab.txt")
-    path = conversion.write(output_dir, model, vocab_file, config_file, heads=heads)
-    return conversion.Conversion(source=", ".join(files), checkpoint=path, config=config, converted=len(names),
+    vocab_file = rename_table.optional_file(input_dir, "vocab.txt")
+    path = rename_table.write(output_dir, model, vocab_file, config_file, heads=heads,
+                              allow_vocab_mismatch=allow_vocab_mismatch)
+    return rename_table.Conversion(source=", ".join(files), checkpoint=path, config=config, converted=len(names),
                                  ignored=len(ignored), fresh=fresh, vocab_file=vocab_file)

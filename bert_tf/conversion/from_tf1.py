@@ -9,7 +9,7 @@ import os
 
 import tensorflow as tf
 
-from bert_tf.checkpoints import conversion, tf1_names
+from bert_tf.conversion import rename_table, tf1_names
 from bert_tf.config import BertConfig
 from bert_tf.modeling.pretrainer import BertPretrainer
 
@@ -28,7 +28,7 @@ def checkpoint_prefix(input_dir):
     return latest
 
 
-def convert_tf1(input_dir, output_dir):
+def convert_tf1(input_dir, output_dir, allow_vocab_mismatch=False):
     """Converts a TF1 BERT pre-training checkpoint directory to a model directory that `load_pretrainer` reads.
 
     Every non-optimizer variable must be in the TF1 rename table and every table entry in the checkpoint, with
@@ -37,6 +37,7 @@ def convert_tf1(input_dir, output_dir):
     Args:
         input_dir: a directory with `bert_model.ckpt.*`, the original `bert_config.json` and `vocab.txt`.
         output_dir: where the converted `bert_config.json`, `vocab.txt` and `ckpt-0` go (must hold no checkpoint).
+        allow_vocab_mismatch: accept a vocab.txt whose size differs from the config's vocab_size.
 
     Returns:
         A `Conversion` summary.
@@ -50,16 +51,16 @@ def convert_tf1(input_dir, output_dir):
     config_file = os.path.join(input_dir, "bert_config.json")
     if not tf.io.gfile.exists(config_file):
         raise FileNotFoundError(f"No bert_config.json in {input_dir}: a TF1 checkpoint needs its original config.")
-    conversion.check_output_dir(output_dir)
+    rename_table.check_output_dir(output_dir)
     config = BertConfig.from_json_file(config_file)
     prefix = checkpoint_prefix(input_dir)
     reader = tf.train.load_checkpoint(prefix)
     all_names = reader.get_variable_to_shape_map()
     names = [name for name in all_names if not tf1_names.IGNORED.fullmatch(name)]
     model = BertPretrainer(config)
-    fresh = conversion.load_weights(model, names, reader.get_tensor,
-                                    conversion.expand(tf1_names.TABLE, config.num_hidden_layers), prefix)
-    vocab_file = conversion.optional_file(input_dir, "vocab.txt")
-    path = conversion.write(output_dir, model, vocab_file, config_file)
-    return conversion.Conversion(source=prefix, checkpoint=path, config=config, converted=len(names),
+    fresh = rename_table.load_weights(model, names, reader.get_tensor,
+                                    rename_table.expand(tf1_names.TABLE, config.num_hidden_layers), prefix)
+    vocab_file = rename_table.optional_file(input_dir, "vocab.txt")
+    path = rename_table.write(output_dir, model, vocab_file, config_file, allow_vocab_mismatch=allow_vocab_mismatch)
+    return rename_table.Conversion(source=prefix, checkpoint=path, config=config, converted=len(names),
                                  ignored=len(all_names) - len(names), fresh=fresh, vocab_file=vocab_file)
