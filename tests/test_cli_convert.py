@@ -50,7 +50,7 @@ def test_converts_minilm_and_load_encoder_reads_the_result(minilm_dir, tmp_path)
 def test_flag_errors_are_one_line(args, message):
     process = bert_convert(*args)
     assert process.returncode == 2
-    assert process.stderr.splitlines() == [message]
+    assert our_lines(process.stderr) == [message]
 
 
 def test_input_errors_are_one_line(tmp_path, minilm_dir):

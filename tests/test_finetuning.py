@@ -66,7 +66,7 @@ def test_classifier_on_pairs_trains_saves_as_keras_and_round_trips_its_config(ti
     keras.utils.set_random_seed(0)
     x, y = pair_task()
     model = BertClassifier(tiny_config, num_classes=2)
-    model.compile(optimizer=create_finetuning_optimizer(1e-2, num_train_steps=64), loss=XENT, metrics=["accuracy"])
+    model.compile(optimizer=create_finetuning_optimizer(3e-3, num_train_steps=64), loss=XENT, metrics=["accuracy"])
     first = model.evaluate(x, y, verbose=0, return_dict=True)
     before = arrays(model.encoder.trainable_weights)
     model.fit(x, y, batch_size=16, epochs=16, verbose=0)

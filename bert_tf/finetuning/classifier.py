@@ -3,11 +3,11 @@ run_classifier.py model)."""
 
 import keras
 
-from bert_tf.finetuning.task_model import build_encoder, encoder_config, from_encoder_config, output_initializer
+from bert_tf.finetuning.task_model import EncoderOutputClassifier
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertClassifier(keras.Model):
+class BertClassifier(EncoderOutputClassifier):
     """Encoder -> pooled output -> dropout -> dense to `num_classes` logits, as the original `create_model`.
 
     Single sentences and pairs are the same model: a pair is packed as [CLS] A [SEP] B [SEP] with
@@ -22,30 +22,13 @@ class BertClassifier(keras.Model):
 
     Example:
     >>> model = BertClassifier(bert_tf.load_encoder("model_dir"), num_classes=2)  # doctest: +SKIP
-    >>> model.compile(optimizer=create_finetuning_optimizer(2e-5, num_train_steps=1000),  # doctest: +SKIP
-    ...               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    >>> model.fit(features, labels, epochs=3)   # features: dict of input_word_ids, input_mask, input_type_ids  # doctest: +SKIP
+    >>> model.compile(optimizer=create_finetuning_optimizer(2e-5, num_train_steps=1000),
+    ...               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    ...               metrics=["accuracy"])  # doctest: +SKIP
+    >>> model.fit(features, labels, epochs=3)  # doctest: +SKIP
     """
 
+    ENCODER_OUTPUT = "pooled_output"
+
     def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02, name="classifier", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.encoder = build_encoder(encoder)
-        self.num_classes = num_classes
-        self.dropout_rate = dropout_rate
-        self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.logits = keras.layers.Dense(num_classes, kernel_initializer=output_initializer(initializer_range),
-                                         name="logits")
-
-    def call(self, inputs, training=None):
-        pooled = self.encoder(inputs, training=training)["pooled_output"]
-        return self.logits(self.dropout(pooled, training=training))
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, **encoder_config(self.encoder),
-                "num_classes": self.num_classes, "dropout_rate": self.dropout_rate,
-                "initializer_range": self.initializer_range}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**from_encoder_config(config))
+        super().__init__(encoder, num_classes, dropout_rate, initializer_range, name=name, **kwargs)

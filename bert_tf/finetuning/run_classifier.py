@@ -128,7 +128,7 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
 
     Example:
     >>> result = finetune_classifier(bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train, dev,
-    ...                              "finetuned", max_seq_length=64, num_train_epochs=2)  # doctest: +SKIP
+    ...                              "finetuned", num_train_epochs=2)  # doctest: +SKIP
     >>> result.best_accuracy  # doctest: +SKIP
     0.91
     """

@@ -20,10 +20,10 @@ class BertSpanQA(keras.Model):
 
     Example:
     >>> model = BertSpanQA(bert_tf.load_encoder("model_dir"))  # doctest: +SKIP
-    >>> xent = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    >>> model.compile(optimizer="adam", loss={"start_logits": xent, "end_logits": xent},  # doctest: +SKIP
-    ...               loss_weights={"start_logits": 0.5, "end_logits": 0.5})
-    >>> model.fit(features, {"start_logits": start_positions, "end_logits": end_positions})  # doctest: +SKIP
+    >>> xent = keras.losses.SparseCategoricalCrossentropy(from_logits=True)  # doctest: +SKIP
+    >>> model.compile(optimizer="adam", loss={"start_logits": xent, "end_logits": xent},
+    ...               loss_weights={"start_logits": 0.5, "end_logits": 0.5})  # doctest: +SKIP
+    >>> model.fit(features, {"start_logits": starts, "end_logits": ends})  # doctest: +SKIP
     """
 
     def __init__(self, encoder, initializer_range=0.02, name="span_qa", **kwargs):

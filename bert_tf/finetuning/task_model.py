@@ -1,5 +1,6 @@
 """What the task models (`BertClassifier`, `BertTokenClassifier`, `BertSpanQA`) share: the encoder argument, its
-`get_config` entry, and the original's output-layer initializer."""
+`get_config` entry, the original's output-layer initializer, and the dropout + dense classifier on one encoder
+output."""
 
 import keras
 
@@ -27,3 +28,43 @@ def from_encoder_config(config):
     config = dict(config)
     config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
     return config
+
+
+class EncoderOutputClassifier(keras.Model):
+    """Encoder -> one of its outputs (`ENCODER_OUTPUT`) -> dropout -> dense to `num_classes` logits, as the
+    original run_classifier's `create_model`. `BertClassifier` reads `pooled_output`, `BertTokenClassifier`
+    `sequence_output`.
+
+    Example:
+    >>> from bert_tf.finetuning import BertClassifier
+    >>> from bert_tf.config import BertConfig
+    >>> model = BertClassifier(BertConfig.preset("tiny", vocab_size=100), num_classes=3)
+    >>> ids = keras.ops.ones((2, 8), "int32")
+    >>> tuple(model({"input_word_ids": ids, "input_mask": ids, "input_type_ids": ids * 0}).shape)
+    (2, 3)
+    """
+
+    ENCODER_OUTPUT = None
+
+    def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = build_encoder(encoder)
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.logits = keras.layers.Dense(num_classes, kernel_initializer=output_initializer(initializer_range),
+                                         name="logits")
+
+    def call(self, inputs, training=None):
+        features = self.encoder(inputs, training=training)[self.ENCODER_OUTPUT]
+        return self.logits(self.dropout(features, training=training))
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, **encoder_config(self.encoder),
+                "num_classes": self.num_classes, "dropout_rate": self.dropout_rate,
+                "initializer_range": self.initializer_range}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**from_encoder_config(config))

@@ -2,11 +2,11 @@
 
 import keras
 
-from bert_tf.finetuning.task_model import build_encoder, encoder_config, from_encoder_config, output_initializer
+from bert_tf.finetuning.task_model import EncoderOutputClassifier
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(EncoderOutputClassifier):
     """Encoder -> sequence output -> dropout -> dense to `num_classes` logits per token ([B, T, C]).
 
     Train with `SparseCategoricalCrossentropy(from_logits=True)` on labels [B, T] and `input_mask` as
@@ -20,30 +20,13 @@ class BertTokenClassifier(keras.Model):
 
     Example:
     >>> model = BertTokenClassifier(bert_tf.load_encoder("model_dir"), num_classes=9)  # doctest: +SKIP
-    >>> model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))  # doctest: +SKIP
-    >>> model.fit(features, tags, sample_weight=features["input_mask"], epochs=3)  # doctest: +SKIP
+    >>> xent = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    >>> model.compile(optimizer="adam", loss=xent)  # doctest: +SKIP
+    >>> model.fit(features, tags, sample_weight=features["input_mask"])  # doctest: +SKIP
     """
+
+    ENCODER_OUTPUT = "sequence_output"
 
     def __init__(self, encoder, num_classes, dropout_rate=0.1, initializer_range=0.02, name="token_classifier",
                  **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.encoder = build_encoder(encoder)
-        self.num_classes = num_classes
-        self.dropout_rate = dropout_rate
-        self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate)
-        self.logits = keras.layers.Dense(num_classes, kernel_initializer=output_initializer(initializer_range),
-                                         name="logits")
-
-    def call(self, inputs, training=None):
-        sequence = self.encoder(inputs, training=training)["sequence_output"]
-        return self.logits(self.dropout(sequence, training=training))
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable, **encoder_config(self.encoder),
-                "num_classes": self.num_classes, "dropout_rate": self.dropout_rate,
-                "initializer_range": self.initializer_range}
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**from_encoder_config(config))
+        super().__init__(encoder, num_classes, dropout_rate, initializer_range, name=name, **kwargs)
