@@ -234,6 +234,25 @@ def test_wrong_columns_flags_and_data_fail_in_one_line(tiny_model_dir, tmp_path)
         finetune_classifier(load_encoder(str(tiny_model_dir / "model")), None, data, data, str(tmp_path / "out"))
 
 
+def test_a_non_finite_loss_stops_fine_tuning_and_exports_nothing(tiny_model_dir, uncased_vocab, tmp_path):
+    """A run whose loss becomes NaN (here a NaN learning rate, which the CLI itself refuses) raises
+    NonFiniteLossError (bert-finetune: exit 3) and leaves no model behind: no best.keras, no serving models."""
+    from bert_tf.errors import NonFiniteLossError
+    from bert_tf.finetuning.examples import read_table
+    from bert_tf.finetuning.run_classifier import finetune_classifier
+    from bert_tf.model_dir import load_encoder
+    from bert_tf.text.tokenizer import FullTokenizer
+
+    rows = [["the lord is my shepherd", "a"], ["jesus wept", "b"]] * 4
+    data = read_table(write_csv(tmp_path / "train.csv", ["text", "label"], rows), "text", "label")
+    output_dir = tmp_path / "out"
+    with pytest.raises(NonFiniteLossError, match="loss became nan"):
+        finetune_classifier(load_encoder(str(tiny_model_dir / "model")), FullTokenizer(uncased_vocab), data, data,
+                            str(output_dir), max_seq_length=16, num_train_epochs=1, train_batch_size=2,
+                            learning_rate=float("nan"), verbose=0)
+    assert os.listdir(output_dir) == []
+
+
 def pretrain_masked_lm(model_dir, vocab_file, steps=300, seq_length=64, batch_size=32):
     """A tiny BERT pre-trained briefly with plain Keras fit on the masked LM over the Bible (chapters cut into
     sequences of 62 tokens, 15% dynamic masking); returns the held-out masked-LM accuracy."""
