@@ -25,7 +25,7 @@ class FinetuningResult:
     """What a run gave: per-epoch dev metrics, the best epoch, the majority-class baseline, the written paths.
 
     Example:
-    >>> result.epochs[0], result.best_epoch, result.majority_baseline
+    >>> result.epochs[0], result.best_epoch, result.majority_baseline  # doctest: +SKIP
     ({'accuracy': 0.834, 'f1': 0.817, 'epoch': 1}, 3, 0.5)
     """
 
