@@ -28,7 +28,9 @@ EXTRAS_REQUIRE = {
     "beam": ["apache-beam[tfrecord]>=2.60"],
     # Serving client and tf-keras users' fine-tuning path.
     "serving": ["tensorflow-serving-api==2.21.*"],
-    "hub": ["tensorflow-hub>=0.16", "tf-keras==2.21.*"],
+    # tensorflow-hub imports pkg_resources, which recent setuptools (84 here) no longer ships; torch (the
+    # transformers extra) would otherwise pull the newest setuptools.
+    "hub": ["tensorflow-hub>=0.16", "tf-keras==2.21.*", "setuptools<81"],
     "test": ["pytest>=8", "pytest-xdist>=3"],
     # bert-convert --to hf is checked by loading its output in transformers; torch 2.13.0 has a CPU wheel here
     # (a version range could pull a CUDA build).
