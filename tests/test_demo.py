@@ -1,6 +1,6 @@
 """`make demo` (python -m bert_tf.demo), the main job, end to end: the Bible -> vocab -> original-format records ->
-pre-training of the tiny model -> held-out evaluation clearly above the unigram baseline -> SavedModels that a fresh
-process loads -> masked-word predictions; a second run reuses every stage's output."""
+pre-training of the tiny model -> a held-out masked-LM accuracy of a model that uses context -> SavedModels that a
+fresh process loads -> masked-word predictions; a second run reuses every stage's output."""
 
 import json
 import os
@@ -31,17 +31,23 @@ def demo(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_demo_learns_clearly_more_than_the_unigram_baseline_on_held_out_text(demo):
+def test_demo_model_uses_context_on_held_out_text(demo):
     output_dir, process = demo
     with open(output_dir / RESULTS_FILE) as f:
         results = json.load(f)
-    # Always predicting "," (the most frequent masked token) scores ~7.6% on the held-out chapters.
+    # Always predicting "," (the most frequent masked token) scores ~7.9% on the held-out chapters; a model that
+    # predicts from word frequencies and a bag of the sequence's words stalls at ~0.16 (docs/convergence.md).
+    # Measured with this recipe: 0.359 (one run on a loaded machine; training is deterministic for a given CPU).
     assert 0.05 < results["unigram_baseline"] < 0.10 and results["unigram_baseline_token"] == ","
-    assert results["global_step"] == 1500
-    assert results["masked_lm_accuracy"] > 1.6 * results["unigram_baseline"], results
+    assert results["global_step"] == 3000
+    assert results["masked_lm_accuracy"] >= 0.35, results
     assert f"held-out masked-LM accuracy: {results['masked_lm_accuracy']:.4f}" in process.stdout
+    assert "held-out next-sentence accuracy: " in process.stdout
+    # At least 3 of the 4 verses' masked words in the model's top 5 (measured: 4).
+    assert results["words_in_top_5"] >= 3, results["predictions"]
+    assert results["words_in_top_5"] == sum(item["in_top_k"] for item in results["predictions"])
     model_dir = output_dir / "model"
-    for name in ("training_curves.png", "training_summary.txt", "eval_results.txt", "ckpt-1500.index"):
+    for name in ("training_curves.png", "training_summary.txt", "eval_results.txt", "ckpt-3000.index"):
         assert (model_dir / name).exists(), name
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir / "train"))
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir / "eval"))
@@ -53,16 +59,17 @@ def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_c
     data = output_dir / "data"
     tokens = list(Vocabulary.from_file(data / "vocab.txt").require(pad_first=True).tokens)
     assert 3000 < len(tokens) < 8000
-    for name in ("train", "heldout"):
-        schema = read_schema(str(data / f"{name}.tfrecord"))
-        assert (schema.names, schema.max_seq_length, schema.max_predictions_per_seq) == ("v1", 128, 20)
-    batch = next(read_records([str(data / "heldout.tfrecord")], max_records=500))
+    for name in ("train", "heldout"):  # at the length of the demo recipe's one phase
+        schema = read_schema(str(data / f"{name}_seq32.tfrecord"))
+        assert (schema.names, schema.max_seq_length, schema.max_predictions_per_seq) == ("v1", 32, 5)
+    batch = next(read_records([str(data / "heldout_seq32.tfrecord")], max_records=500))
     assert np.all(batch["input_ids"][:, 0] == tokens.index("[CLS]"))
     assert 0.14 < batch["masked_lm_weights"].sum() / batch["input_mask"].sum() < 0.16
     # The baseline the demo reports is computed from these very files.
     with open(output_dir / RESULTS_FILE) as f:
         reported = json.load(f)["unigram_baseline"]
-    assert unigram_baseline([str(data / "train.tfrecord")], [str(data / "heldout.tfrecord")])[0] == reported
+    assert unigram_baseline([str(data / "train_seq32.tfrecord")],
+                            [str(data / "heldout_seq32.tfrecord")])[0] == reported
     assert "$ bert-vocab " in process.stdout and "$ bert-create-pretraining-data " in process.stdout
 
 

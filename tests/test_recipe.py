@@ -73,7 +73,8 @@ def test_wrong_yaml_names_the_field(tmp_path):
         (dict(base, optimizer=dict(base["optimizer"], name="sgd")),
          r"optimizer.name='sgd' must be one of adamw, lamb"),
         (dict(base, num_train_steps=1000),
-         rf"num_train_steps=1000 must equal the sum of the phases' num_steps \({base['phases'][0]['num_steps']}\)"),
+         rf"num_train_steps=1000 must equal the sum of the phases' num_steps "
+         rf"\({sum(phase['num_steps'] for phase in base['phases'])}\)"),
         (dict(base, phases=[dict(base["phases"][0], max_seq_lenght=128)]),
          r"phases\[0\]: unknown field\(s\) \['max_seq_lenght'\]"),
         (dict(base, model={"preset": "tiny", "hidden_sise": 8}),
