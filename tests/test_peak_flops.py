@@ -69,3 +69,9 @@ def test_mfu_never_exceeds_100_percent_and_says_why(tmp_path, caplog):
     assert "Pass --peak_tflops" in caplog.text
     row = log.record(20, "seq128", {"loss": 6.0}, steps=10, seconds=1.0, sequences=80, model_flops=5e8, peak=low)
     assert row["mfu"] == pytest.approx(0.5)
+    # Warned once per run, not at every loop (the demo printed it every 100 steps).
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        row = log.record(30, "seq128", {"loss": 5.0}, steps=10, seconds=1.0, sequences=80, model_flops=5e9,
+                         peak=low)
+    assert row["mfu"] == 1.0 and "above the peak" not in caplog.text

@@ -39,6 +39,7 @@ class TrainingLog:
         self.model_dir, self.is_chief, self.num_train_steps = model_dir, is_chief, num_train_steps
         self.history_path = os.path.join(model_dir, HISTORY_FILE)
         self._train_writer = self._eval_writer = None
+        self._warned_peak = False
         if is_chief:
             self._train_writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
             self._eval_writer = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
@@ -52,8 +53,9 @@ class TrainingLog:
                  "model_tflops_per_second": model_flops / seconds / 1e12}
         if peak:
             speed["mfu"], warning = clipped_mfu(model_flops / seconds, peak)
-            if warning:
+            if warning and not self._warned_peak:  # once: the same warning at every loop buries the progress
                 logging.warning("%s", warning)
+                self._warned_peak = True
         row = {"step": int(step), "phase": phase, **{k: float(v) for k, v in means.items()}, **speed}
         if self.is_chief:
             with self._train_writer.as_default(step=int(step)):
@@ -68,7 +70,7 @@ class TrainingLog:
         parts += [f"{_SHORT[k]} {means[k]:.4g}" for k in _SHORT if k in means]
         speed_text = f"{row['sequences_per_second']:.1f} seq/s, {row['model_tflops_per_second']:.3g} TFLOP/s"
         if "mfu" in row:
-            speed_text += f", MFU {100 * row['mfu']:.1f}%"
+            speed_text += f", MFU {100 * row['mfu']:.1f}%" + (" (peak reads low)" if row["mfu"] >= 1.0 else "")
         logging.info("%s | %s | ETA %s", " ".join(parts), speed_text,
                      datetime.timedelta(seconds=int(remaining)))
         return row
