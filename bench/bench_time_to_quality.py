@@ -18,16 +18,16 @@ setting are read from configs/pretrain/, nothing here repeats them) run by the p
 keras-hub: `BertMaskedLM` on a `BertBackbone` of the same size (layers, width, heads, FFN, vocab, positions,
 segments; keras-hub's own dropout default 0.1 and tanh GELU), no NSP head (it has none), set up as keras.io's guide
 "Pretraining a Transformer from scratch with KerasNLP" (Matthew Watson, keras-io
-`guides/keras_nlp/transformer_pretraining.py`) sets up its masked-LM pre-training: batch 128 at 128 tokens
+`guides/keras_nlp/transformer_pretraining.py`) sets up its masked-LM pre-training: batch 128
 (PRETRAINING_BATCH_SIZE), dynamic masking by `keras_hub.layers.MaskedLMMaskGenerator` in the tf.data pipeline at
-mask_selection_rate 0.25 (MASK_RATE) with 32 predictions per 128 tokens (PREDICTIONS_PER_SEQ; scaled with the
-sequence length here), the 80/10/10 replacement defaults, Keras `AdamW` at a constant 5e-4
+mask_selection_rate 0.25 (MASK_RATE) with 32 predictions per 128 tokens (PREDICTIONS_PER_SEQ and SEQ_LENGTH; scaled
+with the sequence length here: 8 at 32 tokens), the 80/10/10 replacement defaults, Keras `AdamW` at a constant 5e-4
 (PRETRAINING_LEARNING_RATE; Keras' defaults otherwise: weight decay 0.004, no clipping) and `jit_compile=True`.
 The loss and weighted accuracy are `BertMaskedLM.compile`'s defaults; `fit` runs with `steps_per_execution =
 --eval_every`. The guide's mixed_float16 is left out (no float16 speed-up on CPU). [CLS], [SEP] and [PAD] are never
 selected for masking, as keras-hub's `BertMaskedLMPreprocessor` does. It trains on the same token sequences as
-our last phase: each record of those training records with its masked tokens put back (`masked_lm_ids` at
-`masked_lm_positions`), then masked by keras-hub.
+our last phase, at its length (the length the held-out records have): each of those training records with its
+masked tokens put back (`masked_lm_ids` at `masked_lm_positions`), then masked again by keras-hub.
 
 Both are scored on the SAME held-out records with the same function: the original metric, the argmax accuracy at
 the masked positions weighted by `masked_lm_weights`, over all held-out records, after every `--eval_every` steps.
