@@ -285,9 +285,8 @@ def test_bert_export_refuses_to_overwrite_a_version_and_a_wrong_vocab(exported, 
     assert not os.path.exists(tmp_path / "out")
     # A packing length the model has no positions for is refused before any model is written, so the corrected
     # rerun is not blocked by a half export.
-    process = subprocess.run([os.path.join(BIN, "bert-export"), f"--model_dir={root / 'model'}",
-                              f"--output_dir={tmp_path / 'out'}", "--max_seq_length=600"],
-                             capture_output=True, text=True, timeout=300)
+    process = run_cli("export", f"--model_dir={root / 'model'}", f"--output_dir={tmp_path / 'out'}",
+                      "--max_seq_length=600")
     assert process.returncode == 2
     assert "seq_length=600 must lie in [3, max_position_embeddings=32]" in process.stderr
     assert not os.path.exists(tmp_path / "out")

@@ -200,8 +200,9 @@ class PretrainingRun:
         """Evaluates a completed run, draws the curves and writes the summary (not when preempted)."""
         recipe, model_dir = self.recipe, self.model_dir
         if not self.restored:  # the run had finished already: its final weights, for the eval
-            tf.train.Checkpoint(model=self.model).restore(self.position[0]).expect_partial() \
-                .assert_existing_objects_matched()
+            # The optimizer too: its update count is the global step the eval is recorded at.
+            tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(self.position[0]) \
+                .expect_partial().assert_existing_objects_matched()
             logging.info("Restored the model of %s (step %d): nothing left to train.", self.position[0], self.step)
         completed = self.step >= recipe.num_train_steps
         eval_results = self.controller.evaluate() if completed else None
