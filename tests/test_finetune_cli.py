@@ -304,7 +304,7 @@ def test_pretrained_tiny_model_tells_old_from_new_testament(bible_csv, uncased_v
         f"--init_checkpoint={tmp_path / 'pretrained'}",
         f"--train_file={write_csv(tmp_path / 'train.csv', header, train)}",
         f"--dev_file={write_csv(tmp_path / 'dev.csv', header, dev)}", "--text_column=verse",
-        "--label_column=testament", "--max_seq_length=64", "--num_train_epochs=3", "--learning_rate=1e-3",
+        "--label_column=testament", "--max_seq_length=64", "--num_train_epochs=3", "--learning_rate=5e-4",
         f"--output_dir={output_dir}")
     results = check_report(process, output_dir, epochs=3)
     print(process.stdout[process.stdout.find("3000 training"):][:200])
