@@ -22,6 +22,8 @@ import time
 
 import yaml
 
+from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ_LENGTHS = {128: 20, 64: 10, 32: 5}
 EXTRA_RECORDS = {"64m40": (64, 26, 0.4)}  # name -> (length, predictions, masked_lm_prob)
@@ -162,12 +164,8 @@ def run(name, args, vocab):
     if done.returncode:
         print(f"{name}: bert-pretrain failed ({done.returncode}):\n{done.stdout[-2000:]}", flush=True)
         return None
-    history = [json.loads(line) for line in open(os.path.join(model_dir, "train_metrics.jsonl"))]
-    results = {}
-    with open(os.path.join(model_dir, "eval_results.txt")) as f:
-        for line in f:
-            key, value = line.strip().split(" = ")
-            results[key] = float(value)
+    history = read_history(os.path.join(model_dir, HISTORY_FILE))
+    results = read_eval_results(model_dir)
     summary = {"name": name, "description": description, "seconds": seconds, "eval": results,
                "curve": [(row["step"], row["masked_lm_accuracy"], row["masked_lm_loss"]) for row in history]}
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
