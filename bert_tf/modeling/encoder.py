@@ -3,17 +3,12 @@
 import keras
 from keras import ops
 
-from bert_tf.config import BertConfig
 from bert_tf.modeling.attention import attention_mask_adder
+from bert_tf.modeling.config_serialization import BertConfigSerialization, as_config
 from bert_tf.modeling.embeddings import BertEmbeddings
 from bert_tf.modeling.transformer_block import TransformerBlock
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-
-
-def as_config(config):
-    """A `BertConfig` from a `BertConfig` or a dict of its fields."""
-    return config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
 
 
 def check_inputs(inputs, required):
@@ -26,7 +21,7 @@ def check_inputs(inputs, required):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertEncoder(keras.Model):
+class BertEncoder(BertConfigSerialization, keras.Model):
     """The BERT encoder of the original `BertModel`, as a Keras model with dict inputs and outputs.
 
     Inputs: `input_word_ids`, `input_mask` (1 real, 0 pad), `input_type_ids`, each int32 [B, T].
@@ -104,15 +99,3 @@ class BertEncoder(keras.Model):
         pooled = self.pooler(x[:, 0, :])
         return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": encoder_outputs}
 
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-                "config": self.config.to_dict()}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        dtype = config.pop("dtype", None)
-        if isinstance(dtype, dict):
-            dtype = keras.saving.deserialize_keras_object(dtype)
-        return cls(dtype=dtype, **config)

@@ -2,7 +2,8 @@
 
 import keras
 
-from bert_tf.modeling.encoder import ENCODER_INPUTS, BertEncoder, as_config, check_inputs
+from bert_tf.modeling.config_serialization import BertConfigSerialization, as_config
+from bert_tf.modeling.encoder import ENCODER_INPUTS, BertEncoder, check_inputs
 from bert_tf.modeling.losses import pretraining_losses
 from bert_tf.modeling.masked_lm_head import MaskedLMHead
 from bert_tf.modeling.next_sentence_head import NextSentenceHead
@@ -11,7 +12,7 @@ PRETRAINER_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BertConfigSerialization, keras.Model):
     """BERT for pre-training: `BertEncoder` + `MaskedLMHead` tied to the word embeddings + `NextSentenceHead`.
 
     Inputs: the encoder's three id tensors plus `masked_lm_positions` [B, P]. Outputs: `mlm_logits` [B, P, V]
@@ -75,15 +76,6 @@ class BertPretrainer(keras.Model):
         loss = self.compute_losses(y_pred, x)["loss"]
         return loss + sum(self.losses) if self.losses else loss
 
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
-                "config": self.config.to_dict(), "use_next_sentence": self.use_next_sentence}
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        dtype = config.pop("dtype", None)
-        if isinstance(dtype, dict):
-            dtype = keras.saving.deserialize_keras_object(dtype)
-        return cls(dtype=dtype, **config)
+    def get_config(self):
+        return {**super().get_config(), "use_next_sentence": self.use_next_sentence}
