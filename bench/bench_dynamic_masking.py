@@ -34,6 +34,7 @@ from run_header import load_average, run_header  # noqa: E402  (bench/ is the sc
 
 from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents  # noqa: E402
 from bert_tf.inputs.document_instances import next_sentence_instances  # noqa: E402
+from bert_tf.instances.sentence_pairs import SentencePairRules  # noqa: E402
 from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 
@@ -66,7 +67,8 @@ def write_bible_text(path):
 def write_records(path, documents, seq, masker, static_masks):
     """Unmasked NSP instances of the corpus (or statically masked ones) in the original TFRecord format."""
     window = tf.ragged.constant(documents, tf.int32)
-    instances = next_sentence_instances(window, seq, masker.cls_id, masker.sep_id, tf.constant([0, 1], tf.int64))
+    instances = next_sentence_instances(window, SentencePairRules(seq), masker.cls_id, masker.sep_id,
+                                        tf.constant([0, 1], tf.int64))
     if static_masks:
         instances = masker.mask_batch(instances, MAX_PREDICTIONS[seq], tf.constant([2, 3], tf.int64))
     names = {"input_word_ids": "input_ids", "input_type_ids": "segment_ids"}

@@ -18,7 +18,7 @@ from bert_tf.errors import InputError
 from bert_tf.instances.masking import MaskingRules, StaticMasker
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
-from bert_tf.instances.sentence_pairs import PairSpan, instances_from_document, truncate_seq_pair
+from bert_tf.instances.sentence_pairs import PairSpan, SentencePairRules, instances_from_document, truncate_seq_pair
 from bert_tf.instances.shard import TokenizedShard, pair_spans
 from bert_tf.records.example_encoder import ExampleEncoder
 from bert_tf.records.feature_spec import feature_spec
@@ -69,17 +69,18 @@ def run_pipeline(documents, tokenizer, output_dir, **kwargs):
 
 def test_truncate_seq_pair_hand_computed():
     # A has 6 tokens, B 3, room for 5: A, A, A (longer), then B on the tie. Draws < 0.5 cut the front.
+    room_for_5 = SentencePairRules(max_seq_length=8)
     a, b = [0, 6], [10, 13]
     rng = ScriptedRng(randoms=[0.1, 0.9, 0.2, 0.7])
-    truncate_seq_pair(a, b, 5, rng)
+    truncate_seq_pair(a, b, room_for_5, rng)
     assert (a, b, rng.randoms) == ([2, 5], [10, 12], [])
     # Equal lengths: B first, then A.
     a, b = [0, 3], [5, 8]
-    truncate_seq_pair(a, b, 4, ScriptedRng(randoms=[0.3, 0.6]))
+    truncate_seq_pair(a, b, SentencePairRules(max_seq_length=7), ScriptedRng(randoms=[0.3, 0.6]))
     assert (a, b) == ([0, 2], [6, 8])
     # Within the limit: nothing drawn.
     a, b = [0, 3], [5, 7]
-    truncate_seq_pair(a, b, 5, ScriptedRng())
+    truncate_seq_pair(a, b, room_for_5, ScriptedRng())
     assert (a, b) == ([0, 3], [5, 7])
 
 
@@ -87,7 +88,7 @@ def test_put_back_of_unused_sentences_hand_computed():
     # Document 0: sentences 0-3 of 3 tokens; document 1: sentences 4-5. max_num_tokens 8, no short target.
     documents, starts = [(0, 4), (4, 6)], [0, 3, 6, 9, 12, 15, 18]
     rng = ScriptedRng(randoms=[0.5, 0.2, 0.7, 0.8, 0.4], randints=[1, 1, 0, 2])
-    spans = instances_from_document(documents, 0, starts, 8, 0.1, rng)
+    spans = instances_from_document(documents, 0, starts, SentencePairRules(max_seq_length=11), rng)
     # Chunk = sentences 0-2 (9 >= 8 tokens), a_end 1, random next from document 1 (sentences 4, 5 fill B's 5),
     # B trimmed at the back to 5; sentences 1 and 2 are put back, so the next chunk is 1-3: A = 1-2, actual next
     # B = 3, A trimmed at the front.
@@ -187,7 +188,7 @@ def test_statistics_on_real_text_match_the_recipe(bible_run, tokenizer):
     random_next = records["next_sentence_labels"].mean()
     single = stats.one_sentence_chunks / n
     assert 0.05 < single < 0.2
-    assert abs(random_next - (0.5 + single / 2)) < 0.015
+    assert abs(random_next - InstanceOptions().pair_rules.expected_random_next_share(single)) < 0.015
     # Lengths within bounds; the short_seq_prob targets give shorter instances.
     assert lengths.min() >= 5 and lengths.max() == 128
     assert 0.05 < np.mean(lengths < 100) < 0.4

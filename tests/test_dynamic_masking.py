@@ -9,6 +9,7 @@ import tensorflow as tf
 from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents
 from bert_tf.inputs.document_instances import full_sentence_instances, next_sentence_instances
 from bert_tf.inputs.dynamic_masking import DynamicMasker
+from bert_tf.instances.sentence_pairs import SentencePairRules
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
 
 # A vocab of 400 words and 100 "##" pieces after the specials, in the original's order of ids.
@@ -254,8 +255,8 @@ def test_next_sentence_instances_follow_the_original_algorithm():
     doc_of = {t: d for d, doc in enumerate(documents) for s in doc for t in s}
     window = tf.ragged.constant(documents, tf.int32)
     seq = 64
-    out = {k: v.numpy() for k, v in next_sentence_instances(window, seq, CLS, SEP, tf.constant([3, 4], tf.int64),
-                                                            short_seq_prob=0.1).items()}
+    out = {k: v.numpy() for k, v in next_sentence_instances(window, SentencePairRules(seq), CLS, SEP,
+                                                            tf.constant([3, 4], tf.int64)).items()}
     ids, types, mask, labels = (out["input_word_ids"], out["input_type_ids"], out["input_mask"],
                                 out["next_sentence_labels"][:, 0])
     assert len(ids) > 500

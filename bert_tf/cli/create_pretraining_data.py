@@ -48,7 +48,7 @@ def main(argv):
     summary = create_pretraining_data(documents, tokenizer, output_files, options, num_workers=FLAGS.num_workers,
                                       shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip,
                                       counts=counts, progress=FLAGS.progress, stop=stop)
-    print("\n".join(summary.summary_lines(options.masked_lm_prob)), flush=True)
+    print("\n".join(summary.summary_lines(options)), flush=True)
     return app.EXIT_PREEMPTED if summary.stopped else app.EXIT_OK
 
 

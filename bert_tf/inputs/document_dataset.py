@@ -11,6 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.inputs.document_instances import full_sentence_instances, next_sentence_instances
+from bert_tf.instances.sentence_pairs import SentencePairRules
 from bert_tf.text.file_patterns import expand_file_patterns
 
 DEFAULT_WINDOW = 128
@@ -87,8 +88,10 @@ def document_pretraining_dataset(documents, masker, max_seq_length, max_predicti
                        ("batch_size", batch_size), ("window", window)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{arg}={value!r} must be a positive integer.")
-    if max_seq_length < (5 if next_sentence else 3):
-        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for tokens between [CLS] and [SEP]s.")
+    if next_sentence:
+        pair_rules = SentencePairRules(max_seq_length, short_seq_prob)  # checks max_seq_length and short_seq_prob
+    elif max_seq_length < 3:
+        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for tokens between [CLS] and [SEP].")
     is_text = documents.element_spec.dtype == tf.string
     if is_text and tokenize is None:
         raise ValueError("The documents are strings: pass tokenize= (a string [N] -> ids [N, (tokens)] function).")
@@ -117,8 +120,7 @@ def document_pretraining_dataset(documents, masker, max_seq_length, max_predicti
 
     def build(index, window_documents):
         if next_sentence:
-            return next_sentence_instances(window_documents, max_seq_length, cls_id, sep_id,
-                                           tf.stack([window_seed, index]), short_seq_prob)
+            return next_sentence_instances(window_documents, pair_rules, cls_id, sep_id, tf.stack([window_seed, index]))
         return full_sentence_instances(window_documents, max_seq_length, cls_id, sep_id)
 
     instances = windows.enumerate().map(build, num_parallel_calls=num_parallel_calls, deterministic=True)

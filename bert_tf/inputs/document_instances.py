@@ -4,15 +4,20 @@ A window of documents (int token ids, RaggedTensor [documents, (sentences), (tok
 sentence, every sentence with a token) becomes padded instances
 {input_word_ids, input_mask, input_type_ids [N, T], next_sentence_labels [N, 1]} in one of two ways:
 
-- `next_sentence_instances`: the original `create_instances_from_document` (docs/original_recipe.md): a target length
-  per document (short_seq_prob), sentences accumulated into a chunk, a random split point, a random next segment
-  (label 1) half the time and always for a one-sentence chunk, with the unused sentences put back, then
-  truncate_seq_pair. The one difference: the random next segment comes from another document of the same window,
-  not of the whole corpus, since a stream has no random access to the corpus.
+- `next_sentence_instances`: the original `create_instances_from_document` and `truncate_seq_pair`, as the
+  `SentencePairRules` of bert_tf/instances/sentence_pairs.py describe them (a target length per document, sentences
+  accumulated into a chunk, a random split point, a random next segment (label 1) with random_next_prob and always
+  for a one-sentence chunk, with the unused sentences put back, then truncation). The one difference: the random
+  next segment comes from a document of the same window, not of the whole corpus, since a stream has no random
+  access to the corpus.
 - `full_sentence_instances` (RoBERTa FULL-SENTENCES, no NSP): contiguous sentences packed up to max_seq_length,
   crossing document boundaries with an extra [SEP]; a sentence longer than a sequence is cut into pieces.
 
-Every draw is stateless, from the window's seed, so instances are reproducible and resumable.
+Two executions, one owner: bert_tf/instances/sentence_pairs.py runs the same `SentencePairRules` offline,
+replaying the original's `random.Random` draws so that its records are the original script's byte for byte. Here
+every document of a window advances at once and every draw is stateless, from the window's seed, so instances are
+reproducible and resumable; the two agree in distribution (tests/test_sentence_pair_rules.py). Every number comes
+from the rules and the truncation's cut lengths from `text/packing.pair_keep_lengths`, as offline.
 """
 
 import tensorflow as tf
@@ -20,17 +25,20 @@ import tensorflow as tf
 from bert_tf.text.packing import pack_spans_in_graph, pair_keep_lengths
 
 
-def next_sentence_instances(window, max_seq_length, cls_id, sep_id, seed, short_seq_prob=0.1):
-    """The original NSP instances of every document of `window` (int32 ragged [D, (S), (T)]), seeded by `seed`.
+def next_sentence_instances(window, rules, cls_id, sep_id, seed):
+    """The original NSP instances of every document of `window` (int32 ragged [D, (S), (T)]) under `rules` (a
+    `SentencePairRules`), seeded by `seed`.
 
     Example:
+    >>> from bert_tf.instances.sentence_pairs import SentencePairRules
     >>> window = tf.ragged.constant([[[5, 6, 7], [8, 9]], [[10, 11], [12], [13, 14, 15]]], tf.int32)
-    >>> out = next_sentence_instances(window, 16, cls_id=1, sep_id=2, seed=tf.constant([0, 1], tf.int64))
+    >>> out = next_sentence_instances(window, SentencePairRules(max_seq_length=16), cls_id=1, sep_id=2,
+    ...                               seed=tf.constant([0, 1], tf.int64))
     >>> out["input_word_ids"].shape[1], sorted(out)
     (16, ['input_mask', 'input_type_ids', 'input_word_ids', 'next_sentence_labels'])
     """
     window = tf.cast(window, tf.int32)
-    max_num_tokens = max_seq_length - 3
+    max_num_tokens = rules.max_num_tokens
     num_docs = window.nrows(out_type=tf.int32)
     doc_starts = tf.cast(window.row_splits, tf.int32)  # first global sentence of each document
     num_sentences = doc_starts[1:] - doc_starts[:-1]
@@ -39,8 +47,10 @@ def next_sentence_instances(window, max_seq_length, cls_id, sep_id, seed, short_
 
     # The original draws one target length per document.
     draws = tf.random.stateless_uniform([num_docs, 2], target_seed)
-    short = 2 + _randint(draws[:, 1], max_num_tokens - 1)  # randint(2, max_num_tokens)
-    target = tf.where(draws[:, 0] < short_seq_prob, short, max_num_tokens)
+    short = rules.min_target_length + _randint(draws[:, 1], max_num_tokens - rules.min_target_length + 1)
+    target = tf.where(draws[:, 0] < rules.short_seq_prob, short, max_num_tokens)
+    # The original's tries at a random document other than the chunk's own, in closed form.
+    same_document = rules.same_document_probability(tf.cast(num_docs, tf.float32))
     last = tf.size(token_starts) - 1
 
     def token_start(sentence):  # clipped: documents already done compute on, but never emit, stale indices
@@ -53,16 +63,16 @@ def next_sentence_instances(window, max_seq_length, cls_id, sep_id, seed, short_
         chunk_tokens = chunk_tokens + tf.where(active, length, 0)
         emit = active & ((i == num_sentences - 1) | (chunk_tokens >= target))
 
-        u = tf.random.stateless_uniform([num_docs, 4], tf.random.experimental.stateless_fold_in(loop_seed, iteration))
+        u = tf.random.stateless_uniform([num_docs, 5], tf.random.experimental.stateless_fold_in(loop_seed, iteration))
         chunk_size = i - chunk_start + 1
         a_end = tf.where(chunk_size >= 2, 1 + _randint(u[:, 0], chunk_size - 1), 1)
-        is_random_next = (chunk_size == 1) | (u[:, 1] < 0.5)
+        is_random_next = (chunk_size == 1) | (u[:, 1] < rules.random_next_prob)
         first = doc_starts[:-1] + chunk_start
         a_start_token, a_stop_token = token_start(first), token_start(first + a_end)
 
-        # Random next: sentences of another document from a random start until the target is reached.
-        other = tf.where(num_docs > 1, (tf.range(num_docs) + 1 + _randint(u[:, 2], num_docs - 1)) % num_docs,
-                         tf.range(num_docs))
+        # Random next: sentences of a random document from a random start until the target is reached.
+        other = tf.where(u[:, 4] < same_document, tf.range(num_docs),
+                         (tf.range(num_docs) + 1 + _randint(u[:, 2], num_docs - 1)) % num_docs)
         random_start = tf.gather(doc_starts, other) + _randint(u[:, 3], tf.gather(num_sentences, other))
         target_b = target - (a_stop_token - a_start_token)
         random_stop = tf.clip_by_value(
@@ -88,9 +98,8 @@ def next_sentence_instances(window, max_seq_length, cls_id, sep_id, seed, short_
     emitted, a_start, a_stop, b_start, b_stop, labels = (tf.reshape(a.stack(), [-1]) for a in arrays)
     a_start, a_stop, b_start, b_stop, labels = (tf.boolean_mask(t, emitted) for t in (a_start, a_stop, b_start,
                                                                                      b_stop, labels))
-    a_start, a_stop, b_start, b_stop = _truncate_seq_pair(a_start, a_stop, b_start, b_stop, max_num_tokens,
-                                                          truncate_seed)
-    ids, input_mask, type_ids = pack_spans_in_graph(window.flat_values, a_start, a_stop, max_seq_length, cls_id,
+    a_start, a_stop, b_start, b_stop = truncate_pairs(a_start, a_stop, b_start, b_stop, rules, truncate_seed)
+    ids, input_mask, type_ids = pack_spans_in_graph(window.flat_values, a_start, a_stop, rules.max_seq_length, cls_id,
                                                     sep_id, b_start=b_start, b_stop=b_stop)
     return {"input_word_ids": ids, "input_mask": input_mask, "input_type_ids": type_ids,
             "next_sentence_labels": labels[:, tf.newaxis]}
@@ -162,18 +171,25 @@ def _randint(uniform, n):
     return tf.minimum(tf.cast(tf.floor(uniform * tf.cast(n, tf.float32)), tf.int32), tf.maximum(n - 1, 0))
 
 
-def _truncate_seq_pair(a_start, a_stop, b_start, b_stop, max_num_tokens, seed):
-    """The original truncate_seq_pair on token spans, in closed form.
+def truncate_pairs(a_start, a_stop, b_start, b_stop, rules, seed):
+    """The original truncate_seq_pair on int32 span tensors [N] (A = [a_start, a_stop), B likewise), in closed
+    form: each side loses what `pair_keep_lengths` says, and the tokens it loses at the front are
+    Binomial(losses, rules.front_cut_prob), from the stateless `seed` -> the four cut span tensors.
 
-    The original drops one token at a time from the longer side (B on ties), front or back with p=0.5. Which
-    side loses how many is fixed by the lengths; the front share of each side's losses is Binomial(losses, 0.5).
+    Example:
+    >>> from bert_tf.instances.sentence_pairs import SentencePairRules
+    >>> spans = truncate_pairs(tf.constant([0]), tf.constant([6]), tf.constant([10]), tf.constant([13]),
+    ...                        SentencePairRules(max_seq_length=8), tf.constant([0, 1], tf.int64))
+    >>> a_start, a_stop, b_start, b_stop = (int(t[0]) for t in spans)
+    >>> a_stop - a_start, b_stop - b_start
+    (3, 2)
     """
     a, b = a_stop - a_start, b_stop - b_start
-    a_new, b_new = pair_keep_lengths(a, b, max_num_tokens)
+    a_new, b_new = pair_keep_lengths(a, b, rules.max_num_tokens)
     cut_a, cut_b = a - a_new, b - b_new
     seed_a, seed_b = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
-    front_a = tf.cast(tf.random.stateless_binomial(tf.shape(cut_a), seed_a, tf.cast(cut_a, tf.float32), 0.5,
-                                                   output_dtype=tf.int32), tf.int32)
-    front_b = tf.cast(tf.random.stateless_binomial(tf.shape(cut_b), seed_b, tf.cast(cut_b, tf.float32), 0.5,
-                                                   output_dtype=tf.int32), tf.int32)
+    front_a, front_b = (
+        tf.cast(tf.random.stateless_binomial(tf.shape(cut), side_seed, tf.cast(cut, tf.float32), rules.front_cut_prob,
+                                             output_dtype=tf.int32), tf.int32)
+        for cut, side_seed in ((cut_a, seed_a), (cut_b, seed_b)))
     return (a_start + front_a, a_stop - (cut_a - front_a), b_start + front_b, b_stop - (cut_b - front_b))

@@ -3,6 +3,7 @@
 import dataclasses
 
 from bert_tf.instances.masking import MaskingRules
+from bert_tf.instances.sentence_pairs import SentencePairRules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -10,7 +11,7 @@ class InstanceOptions:
     """How documents become training instances (the original script's flags).
 
     Example:
-    >>> InstanceOptions(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5).max_num_tokens
+    >>> InstanceOptions(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5).pair_rules.max_num_tokens
     125
     """
 
@@ -23,16 +24,12 @@ class InstanceOptions:
     random_seed: int = 12345
 
     def __post_init__(self):
-        if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length={self.max_seq_length} is too short: an instance needs [CLS], [SEP], "
-                             f"[SEP] and at least one token in each segment; use 128 or 512 as the original.")
+        self.pair_rules  # checks max_seq_length and short_seq_prob
         if not 1 <= self.max_predictions_per_seq <= self.max_seq_length:
             raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} must lie in [1, "
                              f"max_seq_length={self.max_seq_length}]; the original uses 20 at 128 (about "
                              f"max_seq_length * masked_lm_prob).")
         self.masking_rules  # checks masked_lm_prob
-        if not 0.0 <= self.short_seq_prob <= 1.0:
-            raise ValueError(f"short_seq_prob={self.short_seq_prob} must lie in [0, 1]; the original uses 0.1.")
         if self.dupe_factor < 1:
             raise ValueError(f"dupe_factor={self.dupe_factor} must be at least 1 (the number of passes over the "
                              f"corpus, each with new masks); the original uses 10, its README 5.")
@@ -43,6 +40,6 @@ class InstanceOptions:
         return MaskingRules(self.masked_lm_prob, self.max_predictions_per_seq, self.do_whole_word_mask)
 
     @property
-    def max_num_tokens(self):
-        """Tokens of A and B together: room for [CLS], [SEP], [SEP]."""
-        return self.max_seq_length - 3
+    def pair_rules(self):
+        """The `SentencePairRules` these options ask for."""
+        return SentencePairRules(self.max_seq_length, self.short_seq_prob)

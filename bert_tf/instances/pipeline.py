@@ -50,9 +50,11 @@ class RunSummary:
     shards: int
     stopped: bool = False  # `stop` was set: the files hold the shards written until then
 
-    def summary_lines(self, masked_lm_prob=None):
+    def summary_lines(self, options=None):
+        """Lines for people; the run's `InstanceOptions` add what the rules expect."""
         rate = self.statistics.instances / max(self.seconds, 1e-9)
-        lines = (self.counts.summary_lines() + self.statistics.summary_lines(masked_lm_prob) +
+        expected = {"masked_lm_prob": options.masked_lm_prob, "pair_rules": options.pair_rules} if options else {}
+        lines = (self.counts.summary_lines() + self.statistics.summary_lines(**expected) +
                  [f"wrote {sum(self.records_per_file)} records to {len(self.output_files)} file(s) from "
                   f"{self.shards} shard(s) in {self.seconds:.1f} s ({rate:,.0f} instances/s)"])
         if self.stopped:

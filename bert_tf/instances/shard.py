@@ -92,11 +92,11 @@ def pair_spans(shard, options, rng):
     documents = [(splits[d], splits[d + 1]) for d in range(shard.num_documents)]
     rng.shuffle(documents)
     sentence_starts = shard.sentence_splits.tolist()
+    rules = options.pair_rules
     spans = []
     for _ in range(options.dupe_factor):
         for document_index in range(len(documents)):
-            spans.extend(instances_from_document(documents, document_index, sentence_starts, options.max_num_tokens,
-                                                 options.short_seq_prob, rng))
+            spans.extend(instances_from_document(documents, document_index, sentence_starts, rules, rng))
     return np.fromiter(itertools.chain.from_iterable(spans), np.int64, count=6 * len(spans)).reshape(-1, 6)
 
 

@@ -82,14 +82,16 @@ class InstanceStatistics:
         cumulative = np.cumsum(self.length_histogram)
         return {q: int(np.searchsorted(cumulative, q / 100 * self.instances)) for q in qs}
 
-    def summary_lines(self, masked_lm_prob=None):
+    def summary_lines(self, masked_lm_prob=None, pair_rules=None):
+        """Lines for people; `masked_lm_prob` and `pair_rules` (a `SentencePairRules`) add what the rules expect."""
         n, p = max(self.instances, 1), max(self.predictions, 1)
         lines = [f"instances: {self.instances}"]
         nsp = f"next sentence: {self.random_next / n:.2%} random next (label 1)"
-        if self.one_sentence_chunks >= 0:
+        if self.one_sentence_chunks >= 0 and pair_rules is not None:
             single = self.one_sentence_chunks / n
-            nsp += (f"; expected {0.5 + single / 2:.2%} = 50% + half of the {single:.2%} one-sentence chunks "
-                    f"(always random next)")
+            nsp += (f"; expected {pair_rules.expected_random_next_share(single):.2%} = "
+                    f"{pair_rules.random_next_prob:.0%} + {1 - pair_rules.random_next_prob:.0%} of the {single:.2%} "
+                    f"one-sentence chunks (always random next)")
         lines.append(nsp)
         mean_length = self.tokens / n
         pct = self.length_percentiles()

@@ -29,15 +29,14 @@ def pair_keep_lengths(len_a, len_b, budget):
     >>> pair_keep_lengths(10, 10, 15), pair_keep_lengths(3, 30, 15), pair_keep_lengths(4, 5, 15)
     ((8, 7), (3, 12), (4, 5))
     """
-    if isinstance(len_a, tf.Tensor) or isinstance(len_b, tf.Tensor):
-        budget = tf.cast(budget, len_a.dtype)
-        keep_a = tf.minimum(len_a, tf.maximum((budget + 1) // 2, budget - len_b))
-        return keep_a, tf.minimum(len_b, budget - keep_a)
-    keep_a = np.minimum(len_a, np.maximum((budget + 1) // 2, budget - len_b))
-    keep_b = np.minimum(len_b, budget - keep_a)
-    if np.ndim(keep_a) == 0:
-        return int(keep_a), int(keep_b)
-    return keep_a, keep_b
+    if isinstance(len_a, int) and isinstance(len_b, int):  # the builtins: the offline pair builder asks per pair
+        minimum, maximum = min, max
+    elif isinstance(len_a, tf.Tensor) or isinstance(len_b, tf.Tensor):
+        minimum, maximum, budget = tf.minimum, tf.maximum, tf.cast(budget, len_a.dtype)
+    else:
+        minimum, maximum = np.minimum, np.maximum
+    keep_a = minimum(len_a, maximum((budget + 1) // 2, budget - len_b))
+    return keep_a, minimum(len_b, budget - keep_a)
 
 
 def _ranges(starts, lengths):
