@@ -136,8 +136,110 @@ def test_multi_worker_two_processes_equals_one_device(setup):
                 worker.kill()
     for worker, (_, stderr) in zip(workers, outputs):
         assert worker.returncode == 0, stderr[-3000:]
-    assert "num_replicas=2, local_replicas=1, num_pipelines=2, pipeline_id=1" in outputs[1][1]
+    assert ("Input: 2 pipeline(s), one per host, over 2 worker process(es); this worker's: pipeline 1 on "
+            "/job:worker/replica:0/task:1/device:CPU:0 (replica(s) 1)") in outputs[1][1]
     # Each worker keeps its own checkpoints (its own input iterator): the chief in model_dir.
     assert os.path.exists(os.path.join(model_dir, "ckpt-12.index"))
     assert os.path.exists(os.path.join(model_dir, "workers", "worker_1", "ckpt-12.index"))
+    assert_same_weights(model_dir, setup["reference"])
+
+
+# A TPU pod's structure on CPU: one client process drives replicas on two server tasks (two "hosts"). Eager
+# MirroredStrategy refuses a device list spanning tasks, so it is made inside a graph context; it then runs eagerly
+# (tf.function + strategy.run) like any other strategy, with the cross-task all-reduce in-graph multi-worker
+# MirroredStrategy supports (ReductionToOneDevice).
+TWO_HOST_CLIENT = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+from absl import logging
+logging.set_verbosity(logging.INFO)
+from bert_tf.inputs.pretraining_dataset import pretraining_dataset
+from bert_tf.training.input_hosts import host_iterators
+from bert_tf.training.pretraining import PretrainingRun
+from bert_tf.training.recipe import load_recipe
+from bert_tf.training.strategy import worker_layout
+
+cluster, recipe_path, model_dir, train = json.loads(sys.argv[1])
+tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(cluster))
+devices = [f"/job:worker/replica:0/task:{task}/device:CPU:0" for task in (0, 1)]
+with tf.Graph().as_default():
+    strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.ReductionToOneDevice())
+recipe = load_recipe(recipe_path).with_overrides(save_checkpoints_steps=4)
+
+# Stopped at step 8 (its checkpoint cannot be written: a directory stands where its index file goes), then resumed
+# from step 4 in a new run, as a restarted client would.
+os.makedirs(os.path.join(model_dir, "ckpt-8.index"))
+try:
+    PretrainingRun(recipe, model_dir, strategy, peak_tflops=1.0).run()
+except Exception as e:
+    print("STOPPED", tf.train.latest_checkpoint(model_dir), type(e).__name__)
+os.rmdir(os.path.join(model_dir, "ckpt-8.index"))
+run = PretrainingRun(recipe, model_dir, strategy, peak_tflops=1.0)
+print("RESUMED", run.run().step)
+
+layout = worker_layout(strategy)
+iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
+    train, 16, 4, layout.host_batch_size(8), input_context=layout.input_context(host), shuffle_buffer=1, seed=0))
+print("ITERATORS", json.dumps([iterator._iterator_resource.device for iterator in iterators]))
+loop = run.trainer.train_loop.get_concrete_function(iterators, tf.constant(1))
+print("LOOP_INPUTS", json.dumps([tensor.op.name for tensor in loop.inputs[:len(iterators)]]))
+print("GET_NEXT", json.dumps(sorted([s.decode() for s in node.attr["_class"].list.s]
+                                    for function in loop.graph.as_graph_def().library.function
+                                    for node in function.node_def if node.op == "IteratorGetNext")))
+print("FIRST_BATCHES", json.dumps([next(iterator)["input_word_ids"].numpy().tolist() for iterator in iterators]))
+"""
+
+SERVER = """
+import json, sys
+import tensorflow as tf
+cluster = tf.train.ClusterSpec(json.loads(sys.argv[1]))
+tf.distribute.Server(cluster, job_name="worker", task_index=int(sys.argv[2])).join()
+"""
+
+
+@pytest.mark.slow
+def test_one_client_two_hosts_one_pipeline_per_host(setup):
+    """Each host's iterator lives on its host's CPU and reads its own share of the records; the run trains to the
+    one-device weights, and a stop and resume from the checkpoint (every host's iterator in it) changes nothing."""
+    import tensorflow as tf
+    from bert_tf.inputs.pretraining_dataset import pretraining_dataset
+
+    model_dir = str(setup["root"] / "two_hosts")
+    train = load_recipe(setup["recipe"]).phases[0].input_file
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    servers = [subprocess.Popen([sys.executable, "-c", SERVER, json.dumps(cluster), str(task)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for task in (0, 1)]
+    try:
+        done = subprocess.run([sys.executable, "-c", TWO_HOST_CLIENT,
+                               json.dumps([cluster, setup["recipe"], model_dir, train])],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
+    finally:
+        for server in servers:
+            server.kill()
+            server.wait()
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in done.stdout.splitlines() if " " in line}
+    assert out["STOPPED"].endswith("ckpt-4 OSError") or out["STOPPED"].startswith(os.path.join(model_dir, "ckpt-4"))
+    assert out["RESUMED"] == "12"
+    assert ("Input: 2 pipeline(s), one per host, over 1 worker process(es); this worker's: "
+            "pipeline 0 on /job:worker/replica:0/task:0/device:CPU:0 (replica(s) 0); "
+            "pipeline 1 on /job:worker/replica:0/task:1/device:CPU:0 (replica(s) 1)") in done.stderr
+    hosts = [f"/job:worker/replica:0/task:{task}/device:CPU:0" for task in (0, 1)]
+    assert json.loads(out["ITERATORS"]) == hosts
+    # Each step's IteratorGetNext is colocated with one host's iterator argument, so it runs on that host.
+    assert json.loads(out["GET_NEXT"]) == [["loc:@iterators"], ["loc:@iterators_1"]]
+    assert json.loads(out["LOOP_INPUTS"]) == ["iterators", "iterators_1"]
+    # Host i reads every 2nd record from the i-th (one file, fewer files than hosts): together the hosts' batches
+    # are the one-pipeline batch, without a record read twice.
+    first = json.loads(out["FIRST_BATCHES"])
+    whole = next(iter(pretraining_dataset(train, SEQ, PRED, 8, shuffle_buffer=1, seed=0)))["input_word_ids"]
+    assert len(first) == 2 and all(len(batch) == 4 for batch in first)
+    np.testing.assert_array_equal(np.array(first[0]), whole.numpy()[0::2])
+    np.testing.assert_array_equal(np.array(first[1]), whole.numpy()[1::2])
+    # The checkpoint holds both hosts' iterators, under names that say whose.
+    keys = {name for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(model_dir))}
+    assert {"iterator_host_0/.ATTRIBUTES/ITERATOR_STATE", "iterator_host_1/.ATTRIBUTES/ITERATOR_STATE"} <= keys
+    assert not any(key.startswith("iterator/") for key in keys)
     assert_same_weights(model_dir, setup["reference"])

@@ -90,7 +90,7 @@ def test_whole_multi_step_loop_compiles_with_xla():
     reference_weights, reference_metrics = run(make_trainer(max_micro_batch_size=4), batches)
     trainer = make_trainer(max_micro_batch_size=4)
     data = stacked(batches)
-    loop = tf.function(lambda d: trainer.run_steps(lambda i: {k: v[i] for k, v in d.items()}, 3), jit_compile=True)
+    loop = tf.function(lambda d: trainer.run_steps(lambda i: ({k: v[i] for k, v in d.items()},), 3), jit_compile=True)
     hlo = loop.experimental_get_compiler_ir(data)(stage="hlo")  # raises if any op cannot be compiled
     assert "while" in hlo
     steps, totals = loop(data)

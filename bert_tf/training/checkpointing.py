@@ -4,8 +4,10 @@
 while saving leaves the previous checkpoint as the latest (checked in the tests). The model is stored under the
 key `model`, so `bert_tf.load_pretrainer(model_dir)` reads a pre-training directory directly.
 
-With several workers (MultiWorkerMirroredStrategy) every worker saves, because each has its own input iterator:
-the chief into `model_dir`, worker i into `model_dir/workers/worker_i`. Each restores its own.
+The input iterators are saved too, one per input host (see `input_hosts`): under the key `iterator` when the
+worker has one host, `iterator_host_0`, `iterator_host_1`, ... when it drives several (a TPU pod). With several
+workers (MultiWorkerMirroredStrategy) every worker saves, because each has its own input iterator: the chief into
+`model_dir`, worker i into `model_dir/workers/worker_i`. Each restores its own.
 """
 
 import os
@@ -14,6 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
+from bert_tf.training.input_hosts import HostIterator
 
 CHECKPOINT_NAME = "ckpt"
 # The global step is the optimizer's update count (the inner optimizer's under a LossScaleOptimizer).
@@ -24,7 +27,7 @@ _PHASE_KEY = "phase/.ATTRIBUTES/VARIABLE_VALUE"
 
 def checkpoint_dir(model_dir, layout):
     """Where this worker's checkpoints go: `model_dir` for the chief, `model_dir/workers/worker_i` otherwise."""
-    return model_dir if layout.is_chief else os.path.join(model_dir, "workers", f"worker_{layout.pipeline_id}")
+    return model_dir if layout.is_chief else os.path.join(model_dir, "workers", f"worker_{layout.worker_index}")
 
 
 def saved_position(directory):
@@ -48,22 +51,24 @@ class TrainingCheckpoint:
         directory: this worker's checkpoint directory (see `checkpoint_dir`).
         model, optimizer: the `BertPretrainer` and its optimizer (whose update count is the global step).
         phase: an int64 `tf.Variable` holding the index of the phase being trained.
-        iterator: the phase's input iterator (a plain `iter(dataset)`).
+        iterators: the phase's input iterators, one per host of `hosts` (plain `iter(dataset)`s).
+        hosts: this worker's `InputHost`s.
         max_to_keep: checkpoints kept (the original Estimator kept 5).
 
     Example:
-    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, phase, iterator)  # doctest: +SKIP
+    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, phase, iterators, layout.hosts)  # doctest: +SKIP
     >>> ckpt.save(1000)  # doctest: +SKIP
     '.../ckpt-1000'
     """
 
-    def __init__(self, directory, model, optimizer, phase, iterator, max_to_keep=5):
+    def __init__(self, directory, model, optimizer, phase, iterators, hosts, max_to_keep=5):
         self.optimizer, self.phase = optimizer, phase
         # Dropout draws from Keras seed-generator states, which the model's checkpoint does not hold.
         rng = {f"generator_{i}": v for i, v in enumerate(
             v for v in model.non_trainable_variables if "seed_generator" in v.path)}
-        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, phase=phase,
-                                              iterator=iterator, dropout_rng=rng)
+        self.state = dict(model=model, optimizer=optimizer, phase=phase, dropout_rng=rng)
+        self.iterators = iterator_keys(iterators, hosts)
+        self.checkpoint = tf.train.Checkpoint(**self.state, **self.iterators)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep,
                                                   checkpoint_name=CHECKPOINT_NAME)
 
@@ -75,16 +80,34 @@ class TrainingCheckpoint:
     def restore(self, path, with_iterator):
         """Restores everything from `path`; the iterator only when it was saved in this same phase (a checkpoint
         taken at the end of the previous phase holds that phase's iterator)."""
+        # Two restores, because a restore that spans several tasks (the iterators of a pod's hosts) runs in a
+        # tf.function, where Keras variables refuse the restored tensors of unknown shape; the model, optimizer
+        # and RNG are all read from the first task's devices.
+        tf.train.Checkpoint(**self.state).restore(path).expect_partial().assert_existing_objects_matched()
         if with_iterator:
-            status = self.checkpoint.restore(path)
+            # The iterators of other hosts are restored asynchronously: the scope's exit waits for them.
+            with tf.experimental.async_scope():
+                status = tf.train.Checkpoint(**self.iterators).restore(path).expect_partial()
             status.assert_existing_objects_matched()
-        else:
-            partial = tf.train.Checkpoint(model=self.checkpoint.model, optimizer=self.checkpoint.optimizer,
-                                          phase=self.phase,
-                                          dropout_rng=self.checkpoint.dropout_rng)
-            partial.restore(path).expect_partial().assert_existing_objects_matched()
         logging.info("Restored %s (step %d)%s", path, int(self.optimizer.iterations.numpy()),
                      "" if with_iterator else "; the input starts afresh for the new phase")
+
+
+def iterator_keys(iterators, hosts):
+    """The checkpoint's input iterators by key: `iterator` for a single host (the key runs have always used),
+    `iterator_host_<i>` for host i of several.
+
+    >>> from bert_tf.training.input_hosts import group_by_host
+    >>> hosts = group_by_host(["/job:worker/task:0/device:CPU:0", "/job:worker/task:1/device:CPU:0"])
+    >>> sorted(iterator_keys([iter([]), iter([])], hosts))
+    ['iterator_host_0', 'iterator_host_1']
+    """
+    if len(iterators) != len(hosts):
+        raise ValueError(f"Got {len(iterators)} iterator(s) for {len(hosts)} input host(s): pass one per host.")
+    wrapped = [HostIterator(iterator, host.device) for iterator, host in zip(iterators, hosts)]
+    if len(wrapped) == 1:
+        return {"iterator": wrapped[0]}
+    return {f"iterator_host_{host.index}": w for host, w in zip(hosts, wrapped)}
 
 
 def restore_model_weights(model, init_checkpoint):

@@ -72,7 +72,7 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
               "masked_lm_ids": [pred], "masked_lm_weights": [pred], "next_sentence_labels": [1]}
     batches = {name: tf.zeros([steps, batch] + shape, tf.float32 if name == "masked_lm_weights" else tf.int32)
                for name, shape in shapes.items()}
-    function = tf.function(lambda data: trainer.run_steps(lambda i: {k: v[i] for k, v in data.items()}, steps),
+    function = tf.function(lambda data: trainer.run_steps(lambda i: ({k: v[i] for k, v in data.items()},), steps),
                            jit_compile=True)
     return LoweredLoop(function, batches, trainer)
 

@@ -4,7 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.records.reader import read_records
-from bert_tf.training.strategy import split_per_replica, worker_layout
+from bert_tf.training.strategy import split_over_local_replicas, worker_layout
 
 EVAL_METRICS = ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss", "loss")
 # What each replica sums over its slice of a batch, packed in this order.
@@ -63,7 +63,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
 
     @tf.function
     def batch_sums(batch):
-        per_replica = strategy.run(replica_sums, args=(split_per_replica(strategy, layout, batch),))
+        per_replica = strategy.run(replica_sums, args=(split_over_local_replicas(strategy, layout, batch),))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
     totals, batch_losses = np.zeros(len(names)), []
@@ -73,7 +73,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
         if features["input_word_ids"].shape[0] % layout.local_replicas:
             raise ValueError(f"eval_batch_size={features['input_word_ids'].shape[0]} does not split over this "
                              f"worker's {layout.local_replicas} replicas: use a multiple of {layout.local_replicas}.")
-        sums = dict(zip(names, batch_sums(features).numpy().astype(np.float64) / layout.num_pipelines))
+        sums = dict(zip(names, batch_sums(features).numpy().astype(np.float64) / layout.num_workers))
         totals += [sums[name] for name in names]
         # The training loss of the batch as `pretraining_losses` computes it, from the batch's sums.
         loss = sums["mlm_loss"] / (sums["mlm_weight"] + 1e-5)

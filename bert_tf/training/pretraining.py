@@ -29,6 +29,7 @@ from bert_tf.training.checkpointing import (TrainingCheckpoint, checkpoint_dir, 
 from bert_tf.training.controller import Controller
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.flops import training_flops_per_sequence
+from bert_tf.training.input_hosts import host_iterators
 from bert_tf.training.peak_flops import run_peak
 from bert_tf.training.optimization import create_optimizer
 from bert_tf.training.preemption import PreemptionWatcher
@@ -137,13 +138,14 @@ class PretrainingRun:
         recipe = self.recipe
         check_ready(recipe)
         self.layout = worker_layout(self.strategy)
+        logging.info("%s", self.layout.describe_input())
         self.ckpt_dir = checkpoint_dir(self.model_dir, self.layout)
         self.position = saved_position(self.ckpt_dir)
         self.config = resolve_bert_config(recipe)
         if tf.train.latest_checkpoint(self.model_dir):  # a config without a checkpoint is a failed start's
             _check_model_dir_config(self.model_dir, self.config)
         for phase in recipe.phases:
-            self.layout.worker_batch_size(recipe.phase_batch_size(phase))
+            self.layout.host_batch_size(recipe.phase_batch_size(phase))
         self.masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
                                      recipe.dynamic_masking.do_whole_word_mask)
                        if recipe.dynamic_masking.enabled else None)
@@ -176,21 +178,20 @@ class PretrainingRun:
             logging.info("Phase %s: steps %d-%d, seq %d, %d predictions; global batch %d = %d replica(s) x %d "
                          "micro-batch(es) x %d sequences.", phase.name, self.step, end, phase.max_seq_length,
                          phase.max_predictions_per_seq, global_batch, layout.num_replicas, accumulation, micro)
-            dataset = pretraining_dataset(
+            iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
                 phase.input_file, phase.max_seq_length, phase.max_predictions_per_seq,
-                layout.worker_batch_size(global_batch), is_training=True,
-                input_context=layout.input_context() if layout.num_pipelines > 1 else None,
-                shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=self.masker)
-            iterator = iter(dataset)
-            checkpoint = TrainingCheckpoint(self.ckpt_dir, self.model, self.optimizer, self.phase_var, iterator,
-                                            recipe.keep_checkpoint_max)
+                layout.host_batch_size(global_batch), is_training=True,
+                input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None,
+                shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=self.masker))
+            checkpoint = TrainingCheckpoint(self.ckpt_dir, self.model, self.optimizer, self.phase_var, iterators,
+                                            layout.hosts, recipe.keep_checkpoint_max)
             if not self.restored:
                 checkpoint.restore(self.position[0], with_iterator=self.position[2] == index)
                 self.restored = True
             self.phase_var.assign(index)
             flops_per_step = global_batch * training_flops_per_sequence(
                 self.config, phase.max_seq_length, phase.max_predictions_per_seq, recipe.use_next_sentence)
-            preempted = self.controller.train_phase(phase, iterator, checkpoint, end, flops_per_step, global_batch)
+            preempted = self.controller.train_phase(phase, iterators, checkpoint, end, flops_per_step, global_batch)
             self.step = self.trainer.step
             if preempted:
                 return True
@@ -221,7 +222,7 @@ class PretrainingRun:
                                  last_metrics=self.controller.last_metrics, curves_png=curves, summary_file=summary)
 
     def _peak(self):
-        peak = run_peak(self.strategy, self.layout.num_replicas, self.layout.num_pipelines,
+        peak = run_peak(self.strategy, self.layout.num_replicas, self.layout.num_workers,
                         _COMPUTE_DTYPE[self.recipe.mixed_precision], peak_tflops=self.peak_tflops)
         if peak:
             logging.info("MFU is measured against %.4g TFLOP/s (%s).", peak.flops_per_second / 1e12, peak.source)

@@ -1,15 +1,18 @@
-"""Where training runs: the `--strategy` choices, and how a worker's batches reach its replicas.
+"""Where training runs: the `--strategy` choices, and how the hosts' batches reach their replicas.
 
-The input is one plain `iter(dataset)` per worker (one input pipeline per worker process), split per replica with
-`strategy.experimental_distribute_values_from_function`. `tf.train.Checkpoint` cannot save the iterator of
-`strategy.experimental_distribute_dataset` (tensorflow#56372); a plain iterator it can, so a resumed run reads on
-from the exact record where the checkpoint was taken.
+The input is one plain `iter(dataset)` per host (`input_hosts`: one per worker process under MirroredStrategy and
+MultiWorkerMirroredStrategy, one per TPU host of a pod under TPUStrategy), and each replica takes its slice of its
+own host's batch through `strategy.experimental_distribute_values_from_function`. `tf.train.Checkpoint` cannot
+save the iterator of `strategy.experimental_distribute_dataset` (tensorflow#56372); plain iterators it can, so a
+resumed run reads on from the exact record where the checkpoint was taken.
 """
 
 import dataclasses
 
 import tensorflow as tf
 from absl import logging
+
+from bert_tf.training.input_hosts import strategy_hosts
 
 STRATEGIES = ("tpu", "mirrored", "multi_worker", "one_device", "default")
 
@@ -49,58 +52,111 @@ def create_strategy(name, tpu=None):
 
 @dataclasses.dataclass(frozen=True)
 class WorkerLayout:
-    """How the replicas are spread over worker processes (input pipelines).
+    """How the replicas are spread over worker processes and over the hosts that feed them.
+
+    Every host holding replicas runs one input pipeline (see `input_hosts`): one host for a MirroredStrategy, one
+    per worker process under MultiWorkerMirroredStrategy, one per TPU host under TPUStrategy on a pod (one process
+    drives all of them).
 
     Attributes:
         num_replicas: replicas in sync over all workers.
-        local_replicas: replicas of this worker.
-        num_pipelines: worker processes, each with its own input pipeline.
-        pipeline_id: this worker's index (0 is the chief).
+        local_replicas: replicas of this worker process.
+        num_workers: worker processes (each runs this program).
+        worker_index: this process's index (0 is the chief).
+        hosts: this worker's `InputHost`s; every worker has as many.
+
+    Example:
+    >>> from bert_tf.training.input_hosts import group_by_host
+    >>> layout = WorkerLayout(8, 8, 1, 0, group_by_host(
+    ...     [f"/job:worker/replica:0/task:{t}/device:TPU:{c}" for t in (0, 1) for c in range(4)]))
+    >>> layout.num_input_pipelines, layout.host_batch_size(256)
+    (2, 128)
     """
 
     num_replicas: int
     local_replicas: int
-    num_pipelines: int
-    pipeline_id: int
+    num_workers: int
+    worker_index: int
+    hosts: tuple
 
     @property
     def is_chief(self):
-        return self.pipeline_id == 0
+        return self.worker_index == 0
 
-    def input_context(self):
-        return tf.distribute.InputContext(num_input_pipelines=self.num_pipelines,
-                                          input_pipeline_id=self.pipeline_id,
+    @property
+    def num_input_pipelines(self):
+        """Input pipelines over all workers: one per host."""
+        return self.num_workers * len(self.hosts)
+
+    def input_context(self, host):
+        """The `tf.distribute.InputContext` of `host`'s pipeline (which share of the records it reads)."""
+        return tf.distribute.InputContext(num_input_pipelines=self.num_input_pipelines,
+                                          input_pipeline_id=self.worker_index * len(self.hosts) + host.index,
                                           num_replicas_in_sync=self.num_replicas)
 
-    def worker_batch_size(self, global_batch_size):
-        """The batch this worker's pipeline yields; the global batch must split evenly over all replicas."""
+    def host_batch_size(self, global_batch_size):
+        """The batch each host's pipeline yields; the global batch must split evenly over all replicas."""
         if global_batch_size % self.num_replicas:
             raise ValueError(
                 f"train_batch_size={global_batch_size} does not split evenly over {self.num_replicas} replicas: "
                 f"use a multiple of {self.num_replicas}.")
-        return global_batch_size // self.num_pipelines
+        return global_batch_size // self.num_input_pipelines
+
+    def describe_input(self):
+        """One line: how many input pipelines there are and where this worker's run."""
+        first = self.worker_index * self.local_replicas
+        where = "; ".join(f"pipeline {self.worker_index * len(self.hosts) + host.index} on {host.device} "
+                          f"(replica(s) {_ranges([first + r for r in host.replicas])})" for host in self.hosts)
+        return (f"Input: {self.num_input_pipelines} pipeline(s), one per host, over {self.num_workers} worker "
+                f"process(es); this worker's: {where}.")
+
+
+def _ranges(indices):
+    return f"{indices[0]}-{indices[-1]}" if len(indices) > 1 and indices[-1] - indices[0] == len(indices) - 1 \
+        else ",".join(map(str, indices))
 
 
 def worker_layout(strategy):
-    """This process's `WorkerLayout`, read from the replica ids the strategy gives its local replicas."""
+    """This process's `WorkerLayout`, read from the replica ids the strategy gives its local replicas and from the
+    devices they run on."""
     ids = strategy.experimental_local_results(
         strategy.experimental_distribute_values_from_function(lambda ctx: ctx.replica_id_in_sync_group))
     local = len(ids)
     num_replicas = strategy.num_replicas_in_sync
-    layout = WorkerLayout(num_replicas=num_replicas, local_replicas=local, num_pipelines=num_replicas // local,
-                          pipeline_id=int(min(ids)) // local)
-    logging.info("Strategy %s: %s", type(strategy).__name__, layout)
+    layout = WorkerLayout(num_replicas=num_replicas, local_replicas=local, num_workers=num_replicas // local,
+                          worker_index=int(min(ids)) // local, hosts=strategy_hosts(strategy))
+    logging.info("Strategy %s: %d replica(s), %d on this worker (%d of %d), on %d host(s).",
+                 type(strategy).__name__, num_replicas, local, layout.worker_index, layout.num_workers,
+                 len(layout.hosts))
     return layout
 
 
-def split_per_replica(strategy, layout, batch):
-    """A worker's batch (a dict of [worker_batch, ...] tensors) as per-replica slices for `strategy.run`."""
-    if layout.local_replicas == 1:
-        return strategy.experimental_distribute_values_from_function(lambda ctx: batch)
+def split_per_replica(strategy, layout, host_batches):
+    """Per-replica values for `strategy.run`: each replica takes its slice of its own host's batch.
 
+    Args:
+        host_batches: one batch (a dict of [host_batch, ...] tensors) per host of `layout.hosts`, in that order.
+    """
+    if len(host_batches) != len(layout.hosts):
+        raise ValueError(f"Got {len(host_batches)} batch(es) for {len(layout.hosts)} input host(s): pass one "
+                         f"batch per host.")
+    position = {}
+    for host, batch in zip(layout.hosts, host_batches):
+        for slot, replica in enumerate(host.replicas):
+            position[replica] = (batch, slot, len(host.replicas))
+    return _distribute(strategy, layout, position)
+
+
+def split_over_local_replicas(strategy, layout, batch):
+    """Per-replica values for `strategy.run`: one batch of this worker split over all of its replicas, whichever
+    host they are on (evaluation reads its input in the worker process)."""
+    return _distribute(strategy, layout, {r: (batch, r, layout.local_replicas) for r in range(layout.local_replicas)})
+
+
+def _distribute(strategy, layout, position):
     def replica_slice(ctx):
-        local = ctx.replica_id_in_sync_group % layout.local_replicas
-        return {name: _slice(value, local, layout.local_replicas) for name, value in batch.items()}
+        batch, slot, parts = position[ctx.replica_id_in_sync_group % layout.local_replicas]
+        return batch if parts == 1 else {name: _slice(value, slot, parts) for name, value in batch.items()}
 
     return strategy.experimental_distribute_values_from_function(replica_slice)
 
@@ -112,7 +168,7 @@ def _slice(value, index, parts):
 
 def check_same_on_all_workers(strategy, layout, name, value):
     """Raises unless the integer `value` is the same on every worker (e.g. the step each one restored)."""
-    if layout.num_pipelines == 1:
+    if layout.num_workers == 1:
         return
     # Only SUM and MEAN exist as cross-replica reductions: the values are all equal exactly when
     # n * sum(v^2) == sum(v)^2, and every worker computes the same two sums, so all reach the same verdict.
@@ -123,16 +179,16 @@ def check_same_on_all_workers(strategy, layout, name, value):
     sums = strategy.reduce(tf.distribute.ReduceOp.SUM,
                            strategy.experimental_distribute_values_from_function(first_local_replica_only), axis=None)
     total, squares = sums.numpy()
-    if layout.num_pipelines * squares != total ** 2:
+    if layout.num_workers * squares != total ** 2:
         raise ValueError(f"The workers disagree on the {name} (this worker: {value}, mean over workers: "
-                         f"{total / layout.num_pipelines:g}). Each worker resumes from its own checkpoints "
+                         f"{total / layout.num_workers:g}). Each worker resumes from its own checkpoints "
                          f"(model_dir/workers/worker_i): restore the same cluster, or start a new --model_dir.")
 
 
 def any_worker(strategy, layout, flag):
     """True on every worker when `flag` (a Python bool) is True on any of them; used so that all workers stop at
     the same step, e.g. when only one of them received SIGTERM."""
-    if layout.num_pipelines == 1:
+    if layout.num_workers == 1:
         return bool(flag)
     value = strategy.experimental_distribute_values_from_function(
         lambda ctx: tf.constant(1.0 if flag else 0.0))

@@ -31,7 +31,7 @@ class LoopResult:
 class Trainer:
     """Runs pre-training steps of a `BertPretrainer` on a `tf.distribute` strategy.
 
-    One step: each replica takes its slice of the worker's batch and computes the original per-core loss
+    One step: each replica takes its slice of its host's batch and computes the original per-core loss
     (masked-LM loss normalised by the sum of that slice's weights, plus the NSP mean) and its gradients, over
     `accumulation_steps` micro-batches when the slice is larger than `max_micro_batch_size` (the gradients and
     metrics of the micro-batches are averaged, as if each micro-batch were one more core). The gradients and the
@@ -43,7 +43,7 @@ class Trainer:
     replica count (Adam's update is nearly invariant to the gradient's scale, so the two agree up to epsilon and
     the clipping threshold) and equal to the original on one device.
 
-    `train_loop(iterator, num_steps)` is a `tf.function` running up to `num_steps` steps per call (a loop inside
+    `train_loop(iterators, num_steps)` is a `tf.function` running up to `num_steps` steps per call (a loop inside
     the graph, the original's `iterations_per_loop`) with no host read per step: each replica adds its step's
     metrics to one packed replica-local accumulator, read (reduced) once when the loop ends. A step whose averaged
     loss or gradients are not finite is not applied, nor is any later step of that loop; the accumulator records
@@ -87,18 +87,21 @@ class Trainer:
         self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
         self._compute_gradients = (tf.function(self._gradients, jit_compile=True) if jit_compile
                                    else self._gradients)
-        self.train_loop = tf.function(
-            lambda iterator, num_steps: self.run_steps(lambda step: next(iterator), num_steps))
+        self.train_loop = tf.function(lambda iterators, num_steps: self.run_steps(
+            lambda step: tuple(next(iterator) for iterator in _per_host(iterators)), num_steps))
 
     @property
     def step(self):
         """The global step: the optimizer's update count, the run's one step counter (read on the host)."""
         return int(self.optimizer.iterations.numpy())
 
-    def train(self, iterator, num_steps):
-        """Runs `train_loop` for up to `num_steps` steps and returns its `LoopResult` (two host reads per call)."""
+    def train(self, iterators, num_steps):
+        """Runs `train_loop` for up to `num_steps` steps and returns its `LoopResult` (two host reads per call).
+
+        `iterators`: one input iterator per host of `layout.hosts` (a tuple), or the one iterator of a single host.
+        """
         start = self.step
-        steps, totals = self.train_loop(iterator, tf.constant(num_steps))
+        steps, totals = self.train_loop(_per_host(iterators), tf.constant(num_steps))
         return self.loop_result(start, int(steps.numpy()), totals.numpy())
 
     def loop_result(self, start_step, steps, totals):
@@ -120,11 +123,12 @@ class Trainer:
         return micro, replica_batch_size // micro
 
     def run_steps(self, next_batch, num_steps):
-        """The loop body of `train_loop`, with the batch source as a function of the step index: TensorFlow ops
+        """The loop body of `train_loop`, with the batch source as a function of the step index (returning one
+        batch per host): TensorFlow ops
         only, so the whole loop also compiles with XLA when the batches are given as a tensor (see the tests).
         Returns the steps run and the accumulator summed over replicas (the loop's one reduction)."""
         self.strategy.run(lambda: self._totals.assign(tf.zeros_like(self._totals)))
-        read_stop = self.layout.num_pipelines == 1
+        read_stop = self.layout.num_workers == 1
         steps = tf.constant(0)
         # The condition reads only the counter and the stop flag, never a replica's output, so issuing step
         # i + 1 never waits for step i's numbers.
@@ -133,9 +137,10 @@ class Trainer:
             steps += 1
         return steps, self._totals.read_value()
 
-    def distributed_step(self, batch):
-        """One optimizer step on a worker's batch; its metrics go to each replica's accumulator."""
-        self.strategy.run(self._replica_step, args=(split_per_replica(self.strategy, self.layout, batch),))
+    def distributed_step(self, host_batches):
+        """One optimizer step on the hosts' batches (one per host of `layout.hosts`); its metrics go to each
+        replica's accumulator."""
+        self.strategy.run(self._replica_step, args=(split_per_replica(self.strategy, self.layout, host_batches),))
 
     def _replica_step(self, features):
         learning_rate = tf.cast(self.optimizer.learning_rate, tf.float32)
@@ -208,6 +213,11 @@ class Trainer:
             raise ValueError(f"No gradient reaches {missing}: the pre-training loss does not depend on them.")
         grads = [tf.convert_to_tensor(g) for g in grads]  # embedding gradients arrive as IndexedSlices
         return grads, {name: tf.cast(losses[name], tf.float32) for name in metric_names(self.use_next_sentence)}
+
+
+def _per_host(iterators):
+    """A tuple of one iterator per host, from such a sequence or from the one iterator of a single host."""
+    return tuple(iterators) if isinstance(iterators, (tuple, list)) else (iterators,)
 
 
 def metric_names(use_next_sentence=True):
