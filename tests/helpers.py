@@ -1,4 +1,5 @@
-"""What many test files need: one tiny BertConfig and one way to run a command as a user would."""
+"""What many test files need: one tiny BertConfig and one way to run a command as a user would (to its end, or
+started and left running for a test that signals or watches it)."""
 
 import os
 import subprocess
@@ -32,5 +33,24 @@ def run_cli(module, *args, cwd=None, env=None, timeout=300):
     >>> run_cli("vocab", "--helpshort").returncode  # doctest: +SKIP
     0
     """
-    return subprocess.run([sys.executable, "-m", f"bert_tf.cli.{module}", *map(str, args)], cwd=cwd or REPO,
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(_command(module, args), cwd=cwd or REPO, env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def start_cli(module, *args, cwd=None, env=None, output=subprocess.PIPE):
+    """Starts `python -m bert_tf.cli.<module> ARGS` as `run_cli` does, without waiting: for a test that signals
+    the running command (SIGTERM, SIGKILL) or runs several at once (the workers of a cluster).
+
+    Returns the `subprocess.Popen`; stdout and stderr go to `output` (text pipes by default, or
+    `subprocess.DEVNULL`).
+
+    Example:
+    >>> process = start_cli("pretrain", "--config=demo_cpu", "--model_dir=run")  # doctest: +SKIP
+    >>> process.send_signal(signal.SIGTERM); process.communicate()[1]  # doctest: +SKIP
+    """
+    return subprocess.Popen(_command(module, args), cwd=cwd or REPO, env={**os.environ, **(env or {})},
+                            stdout=output, stderr=output, text=True)
+
+
+def _command(module, args):
+    return [sys.executable, "-m", f"bert_tf.cli.{module}", *map(str, args)]

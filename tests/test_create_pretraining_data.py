@@ -4,7 +4,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import run_cli
+from helpers import run_cli, start_cli
 
 from bert_tf.errors import InputError
 from bert_tf.instances.masking import MaskingRules, StaticMasker
@@ -29,8 +28,6 @@ from bert_tf.records.writer import RoundRobinWriter, check_outputs_spare_inputs,
 from bert_tf.text.bible import read_bible_documents
 from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.tokenizer import FullTokenizer
-
-BIN = os.path.dirname(sys.executable)
 
 
 class ScriptedRng:
@@ -411,10 +408,9 @@ def test_a_stop_request_keeps_the_complete_shards(bible_documents, tokenizer, tm
 @pytest.mark.slow
 def test_sigterm_stops_at_a_shard_boundary_with_complete_files_and_exit_143(tmp_path, uncased_vocab):
     output = tmp_path / "train.tfrecord"
-    process = subprocess.Popen(
-        [os.path.join(BIN, "bert-create-pretraining-data"), "--input_format=bible", f"--output_file={output}",
-         f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=1", "--shard_size_mb=0.05",
-         "--noprogress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_cli("create_pretraining_data", "--input_format=bible", f"--output_file={output}",
+                        f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=1", "--shard_size_mb=0.05",
+                        "--noprogress")
     partial = tmp_path / "train.tfrecord.partial"
     deadline = time.time() + 120
     while not (partial.exists() and partial.stat().st_size > 0) and time.time() < deadline:
@@ -427,10 +423,9 @@ def test_sigterm_stops_at_a_shard_boundary_with_complete_files_and_exit_143(tmp_
     records = concatenate(read_records([str(output)]))  # every record reads: no file cut mid-record
     assert f"wrote {len(records['input_ids'])} records" in stdout and len(records["input_ids"]) > 0
     # A hard kill leaves the output path untouched (only a partial file).
-    killed = subprocess.Popen(
-        [os.path.join(BIN, "bert-create-pretraining-data"), "--input_format=bible", f"--output_file={tmp_path}/k",
-         f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=0", "--noprogress"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed = start_cli("create_pretraining_data", "--input_format=bible", f"--output_file={tmp_path}/k",
+                       f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=0", "--noprogress",
+                       output=subprocess.DEVNULL)
     while not (tmp_path / "k.partial").exists() and time.time() < deadline + 60:
         time.sleep(0.2)
     killed.kill()

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
+from helpers import REPO, start_cli
+
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
@@ -20,7 +22,6 @@ from bert_tf.training.training_log import read_history
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED, STEPS = 16, 4, 12
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +121,10 @@ def test_multi_worker_two_processes_equals_one_device(setup):
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     workers = []
     for index in range(2):
-        env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
-                   TF_CPP_MIN_LOG_LEVEL="2")
-        workers.append(subprocess.Popen(
-            [sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={setup['recipe']}", f"--model_dir={model_dir}",
-             "--strategy=multi_worker", "--peak_tflops=1"],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        env = {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+               "TF_CPP_MIN_LOG_LEVEL": "2"}
+        workers.append(start_cli("pretrain", f"--config={setup['recipe']}", f"--model_dir={model_dir}",
+                                 "--strategy=multi_worker", "--peak_tflops=1", env=env))
     outputs = []
     try:
         for worker in workers:

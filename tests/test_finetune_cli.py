@@ -19,7 +19,7 @@ import tensorflow_datasets as tfds
 from helpers import run_cli, tiny_config
 
 import bert_tf.finetuning  # noqa: F401  (registers BertClassifier for keras.models.load_model)
-from bert_tf import BertConfig, BertPretrainer
+from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_encoder
 
@@ -276,8 +276,8 @@ def pretrain_masked_lm(model_dir, vocab_file, steps=300, seq_length=64, batch_si
     masker = DynamicMasker(vocab_file)
     batches = tf.data.Dataset.from_tensor_slices(features).shuffle(count, seed=1).repeat().batch(
         batch_size, drop_remainder=True)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=64, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=256, max_position_embeddings=128)
+    config = tiny_config(vocab_size=tokenizer.vocab_size, hidden_size=64, intermediate_size=256,
+                         max_position_embeddings=128)
     keras.utils.set_random_seed(1)
     model = BertPretrainer(config, use_next_sentence=False)
     model.compile(optimizer=keras.optimizers.AdamW(WarmupPolynomialDecay(1e-3, steps, steps // 10),

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import TINY, tiny_config
+
 from bert_tf import model_dir
-from bert_tf.config import BertConfig
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import Recipe
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED = 16, 4
-TINY = dict(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-            max_position_embeddings=SEQ)
+CONFIG = tiny_config(num_hidden_layers=1, max_position_embeddings=SEQ)
 
 
 def features(vocab_size=64, batch=2):
@@ -31,7 +31,7 @@ def features(vocab_size=64, batch=2):
 def test_write_and_load_through_a_non_local_filesystem(tmp_path, hidden_act):
     root = f"ram://model_dir_{hidden_act}"
     vocab = write_vocab(tmp_path / "vocab.txt", 64)
-    model = BertPretrainer(BertConfig(hidden_act=hidden_act, **TINY))
+    model = BertPretrainer(CONFIG.replace(hidden_act=hidden_act))
     expected = model(features())
     path = model_dir.write_model_dir(root, model, vocab_file=vocab, step=7)
     assert path == f"{root}/ckpt-7" and not os.path.exists(root.replace("ram://", ""))
@@ -51,7 +51,7 @@ def test_missing_config_and_checkpoint_name_the_directory():
     with pytest.raises(FileNotFoundError, match="No bert_config.json in ram://empty_dir: pass a directory"):
         model_dir.read_config("ram://empty_dir")
     tf.io.gfile.makedirs("ram://config_only")
-    model_dir.write_config("ram://config_only", BertConfig(**TINY))
+    model_dir.write_config("ram://config_only", CONFIG)
     with pytest.raises(FileNotFoundError, match="No checkpoint in ram://config_only"):
         model_dir.load_pretrainer("ram://config_only")
 
@@ -61,7 +61,7 @@ def test_bert_pretrain_run_on_ram_filesystem_loads_back(tmp_path):
     train = write_records(tmp_path / "train.tfrecord", 32, SEQ, PRED, seed=0)
     vocab = write_vocab(tmp_path / "vocab.txt")
     recipe = Recipe.from_dict({
-        "name": "ram_test", "model": {"preset": "tiny", **{k: v for k, v in TINY.items() if k != "vocab_size"}},
+        "name": "ram_test", "model": {"preset": "tiny", **{k: getattr(CONFIG, k) for k in TINY if k != "vocab_size"}},
         "vocab_file": vocab, "train_batch_size": 4, "num_train_steps": 4, "num_warmup_steps": 1,
         "save_checkpoints_steps": 2, "iterations_per_loop": 2,
         "phases": [{"name": "p", "num_steps": 4, "max_seq_length": SEQ, "max_predictions_per_seq": PRED,

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.config import BertConfig
+from helpers import tiny_config
+
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.lamb import Lamb
@@ -46,8 +47,8 @@ def test_schedule_edges():
 
 def tiny_model():
     keras.utils.set_random_seed(3)
-    return BertPretrainer(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=16, max_position_embeddings=16))
+    return BertPretrainer(tiny_config(vocab_size=20, hidden_size=8, num_hidden_layers=1, intermediate_size=16,
+                                      max_position_embeddings=16))
 
 
 def random_grads(variables, step, scale):

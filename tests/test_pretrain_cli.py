@@ -14,6 +14,8 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from helpers import REPO, run_cli, start_cli
+
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.training.evaluation import evaluate
@@ -21,9 +23,6 @@ from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.training_log import read_eval_results, read_history
 from pretraining_records import write_records, write_vocab
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -50,10 +49,10 @@ def write_recipe(data, name, steps, save_every, dropout):
     return str(path)
 
 
-def cli(data, recipe, model_dir, *extra):
-    return [sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={recipe}", f"--model_dir={model_dir}",
-            f"--input_file={data['seq16']}", f"--input_file={data['seq32']}", f"--vocab_file={data['vocab']}",
-            "--peak_tflops=1", *extra]
+def flags(data, recipe, model_dir, *extra):
+    """The `bert-pretrain` flags of a run of `recipe` on the two phases' records."""
+    return [f"--config={recipe}", f"--model_dir={model_dir}", f"--input_file={data['seq16']}",
+            f"--input_file={data['seq32']}", f"--vocab_file={data['vocab']}", "--peak_tflops=1", *extra]
 
 
 def weights(model_dir):
@@ -81,8 +80,8 @@ def recipe_lr(step, peak, warmup, total):
 def test_cli_end_to_end(data, tmp_path):
     recipe = write_recipe(data, "cli_e2e", (40, 20), save_every=20, dropout=0.1)
     model_dir = str(tmp_path / "run")
-    done = subprocess.run(cli(data, recipe, model_dir, f"--eval_input_file={data['eval']}", "--learning_rate=5e-3"),
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = run_cli("pretrain", *flags(data, recipe, model_dir, f"--eval_input_file={data['eval']}",
+                                      "--learning_rate=5e-3"))
     assert done.returncode == 0, done.stderr[-3000:]
     log = done.stderr
     assert "Phase seq16: steps 0-40, seq 16, 4 predictions" in log and "Phase seq32: steps 40-60" in log
@@ -149,8 +148,7 @@ def test_cli_end_to_end(data, tmp_path):
         np.testing.assert_allclose(again[name], results[name], rtol=1e-5, err_msg=name)
 
     # Running the finished run again resumes at step 60: nothing left to train; the eval of the trained model again.
-    again = subprocess.run(cli(data, recipe, model_dir, f"--eval_input_file={data['eval']}"), cwd=REPO,
-                           capture_output=True, text=True, timeout=300)
+    again = run_cli("pretrain", *flags(data, recipe, model_dir, f"--eval_input_file={data['eval']}"))
     assert again.returncode == 0, again.stderr[-3000:]
     assert "nothing left to train" in again.stderr and "steps: 60 of 60" in again.stderr
     assert "step 10/60" not in again.stderr
@@ -159,8 +157,7 @@ def test_cli_end_to_end(data, tmp_path):
 
 def test_cli_errors_name_the_cause(data, tmp_path):
     recipe = write_recipe(data, "cli_errors", (40, 20), save_every=20, dropout=0.1)
-    done = subprocess.run(cli(data, recipe, str(tmp_path / "x"), "--max_seq_length=16"), cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = run_cli("pretrain", *flags(data, recipe, str(tmp_path / "x"), "--max_seq_length=16"), timeout=120)
     assert done.returncode == 2
     assert ("--max_seq_length was given 1 time(s) but recipe 'cli_errors' has 2 phases (seq16, seq32): give it once "
             "per phase, in order.") in done.stderr
@@ -236,13 +233,13 @@ def latest_step(model_dir):
     return int(latest.rsplit("-", 1)[1]) if latest else None
 
 
-def run_until_checkpoint(command, model_dir, step, sig):
-    """Starts the CLI, sends `sig` as soon as the latest checkpoint is that of `step` (or later), and returns the
+def run_until_checkpoint(args, model_dir, step, sig):
+    """Starts `bert-pretrain ARGS`, sends `sig` as soon as the latest checkpoint is that of `step` (or later), and returns the
     process after it exits.
 
     Waits on the `checkpoint` state file, not on `ckpt-N.index`: the index is written before the state file names
     it, so a kill in between would leave the previous checkpoint as the latest."""
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_cli("pretrain", *args)
     deadline = time.monotonic() + 240
     try:
         while (latest_step(model_dir) or 0) < step:
@@ -269,7 +266,7 @@ def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
     # SIGKILL in phase 2: nothing is saved on the way out; the resumed run restarts from the last checkpoint,
     # in phase 2 with the iterator where it was.
     killed = str(tmp_path / "sigkill")
-    process, _ = run_until_checkpoint(cli(data, recipe, killed), killed, 300, signal.SIGKILL)
+    process, _ = run_until_checkpoint(flags(data, recipe, killed), killed, 300, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
     killed_step = latest_step(killed)
     assert 300 <= killed_step < 500
@@ -296,11 +293,9 @@ def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_pat
         "phases": [{"name": "seq16", "num_steps": 2000, "max_seq_length": 16, "max_predictions_per_seq": 4}]}
     path = data["root"] / "cli_sigterm.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    command = [sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={path}", f"--input_file={data['seq16']}",
-               f"--vocab_file={data['vocab']}", "--peak_tflops=1"]
+    args = [f"--config={path}", f"--input_file={data['seq16']}", f"--vocab_file={data['vocab']}", "--peak_tflops=1"]
     stopped = str(tmp_path / "sigterm")
-    process = subprocess.Popen(command + [f"--model_dir={stopped}"], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = start_cli("pretrain", *args, f"--model_dir={stopped}")
     try:
         deadline = time.monotonic() + 300
         while (latest_step(stopped) or 0) < 1000:
@@ -322,12 +317,12 @@ def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_pat
     assert 1000 < saved_step < 2000, saved_step  # saved within the loop, not at its end
     print(f"SIGTERM at step ~{saved_step}: exit 143 after {seconds:.2f} s")
 
-    resumed = subprocess.run(command + [f"--model_dir={stopped}"], cwd=REPO, capture_output=True, text=True,
-                             timeout=300)
+    resumed = run_cli("pretrain", *args, f"--model_dir={stopped}")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"(step {saved_step})" in resumed.stderr
     reference = str(tmp_path / "uninterrupted")
-    subprocess.run(command + [f"--model_dir={reference}"], cwd=REPO, check=True, capture_output=True, timeout=300)
+    uninterrupted = run_cli("pretrain", *args, f"--model_dir={reference}")
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
     expected, got = weights(reference), weights(stopped)
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)

@@ -5,14 +5,13 @@ one subprocess and report their numbers as JSON; the tests below assert on them.
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import REPO
 
 SCRIPT = textwrap.dedent("""
     import json, sys
@@ -22,18 +21,17 @@ SCRIPT = textwrap.dedent("""
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
     sys.path.insert(0, "tests")
-    from bert_tf.config import BertConfig
     from bert_tf.modeling.dropout import dropout_stream
     from bert_tf.training.optimization import create_optimizer
     from bert_tf.training.pretraining import create_pretrainer
     from bert_tf.training.recipe import load_recipe
     from bert_tf.training.strategy import worker_layout
     from bert_tf.training.trainer import Trainer
+    from helpers import tiny_config
     from pretraining_records import VOCAB_SIZE, feature_batches
 
     SEQ, PRED = 16, 4
-    config = BertConfig(vocab_size=VOCAB_SIZE, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=SEQ)  # dropout 0.1 everywhere
+    config = tiny_config(vocab_size=VOCAB_SIZE, max_position_embeddings=SEQ)  # dropout 0.1 everywhere
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     one_device = tf.distribute.get_strategy()
     x = feature_batches(1, 4, SEQ, PRED, seed=5)[0]
