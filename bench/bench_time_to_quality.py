@@ -41,8 +41,6 @@ otherwise idle machine (the header and the last line show the load average).
 
 import argparse
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -58,8 +56,8 @@ from absl import logging  # noqa: E402
 
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
+from bert_tf.demo_data import HELD_OUT_EVERY, DemoData  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
-from bert_tf.text.bible import write_bible_split  # noqa: E402
 from bert_tf.text.vocabulary import read_vocab_file  # noqa: E402
 from bert_tf.training.controller import Controller  # noqa: E402
 from bert_tf.training.pretraining import PretrainingRun, resolve_bert_config  # noqa: E402
@@ -67,51 +65,17 @@ from bert_tf.training.recipe import load_recipe  # noqa: E402
 
 # keras.io's guide "Pretraining a Transformer from scratch with KerasNLP" (see the docstring).
 GUIDE_BATCH_SIZE, GUIDE_SEQ_LENGTH, GUIDE_MASK_RATE, GUIDE_PREDICTIONS, GUIDE_LEARNING_RATE = 128, 128, 0.25, 32, 5e-4
-HELD_OUT_EVERY = 10  # chapters
 EVAL_BATCH_SIZE = 64
 
 
 # ---- data: the commands a user types -------------------------------------------------------------------------
 
-def run_command(module, *arguments):
-    """Runs a console script's module with this interpreter, quietly; its stderr tail on failure."""
-    done = subprocess.run([sys.executable, "-m", f"bert_tf.cli.{module}", *arguments], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
-    if done.returncode:
-        raise SystemExit(f"bert-{module.replace('_', '-')} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-
-
-def made_once(path, make):
-    """`make(partial_path)` unless `path` exists: an interrupted run never leaves a file that looks done."""
-    if not os.path.exists(path):
-        make(f"{path}.part")
-        os.replace(f"{path}.part", path)
-    return path
-
-
 def prepare_data(work_dir, recipe, args):
-    """(vocab file, {(seq, predictions): training records}, held-out records at the last phase's lengths, chapters)."""
-    texts = {name: os.path.join(work_dir, f"{name}.txt") for name in ("train", "heldout")}
-    chapters = None
-    if not all(os.path.exists(path) for path in texts.values()):
-        texts, chapters = write_bible_split(work_dir, HELD_OUT_EVERY)
-    vocab = made_once(os.path.join(work_dir, f"vocab{args.vocab_size}.txt"), lambda part: run_command(
-        "vocab", f"--input_file={texts['train']}", f"--vocab_size={args.vocab_size}", f"--output_file={part}"))
-
-    def records(name, seq, predictions, dupe_factor):
-        return made_once(
-            os.path.join(work_dir, f"{name}_seq{seq}_pred{predictions}_dupe{dupe_factor}.tfrecord"),
-            lambda part: run_command(
-                "create_pretraining_data", f"--input_file={texts[name]}", f"--output_file={part}",
-                f"--vocab_file={vocab}", "--do_lower_case", f"--max_seq_length={seq}",
-                f"--max_predictions_per_seq={predictions}", "--masked_lm_prob=0.15",
-                f"--dupe_factor={dupe_factor}", f"--random_seed={args.seed}"))
-
-    train = {(p.max_seq_length, p.max_predictions_per_seq):
-             records("train", p.max_seq_length, p.max_predictions_per_seq, args.dupe_factor) for p in recipe.phases}
-    last = recipe.phases[-1]
-    heldout = records("heldout", last.max_seq_length, last.max_predictions_per_seq, 1)
-    return vocab, train, heldout, chapters
+    """(vocab file, {phase name: training records}, held-out records at the last phase's lengths, chapters)."""
+    data = DemoData(work_dir, args.vocab_size, dupe_factor=args.dupe_factor, random_seed=args.seed, quiet=True)
+    vocab = data.vocab()
+    train, heldout = data.recipe_records(recipe)
+    return vocab, train, heldout, data.chapters
 
 
 # ---- the clock and the metric shared by both sides -------------------------------------------------------------
@@ -382,8 +346,7 @@ def main():
         last = recipe.phases[-1]
         lengths = (last.max_seq_length, last.max_predictions_per_seq)
         recipe = recipe.with_overrides(
-            vocab_file=vocab, input_file=[train_records[(p.max_seq_length, p.max_predictions_per_seq)]
-                                          for p in recipe.phases],
+            vocab_file=vocab, input_file=[train_records[p.name] for p in recipe.phases],
             iterations_per_loop=args.eval_every, save_checkpoints_steps=recipe.num_train_steps)
         config = resolve_bert_config(recipe)
         heldout_batches = list(pretraining_dataset(heldout_records, *lengths, EVAL_BATCH_SIZE, is_training=False))
@@ -393,7 +356,7 @@ def main():
                 model_dir = os.path.join(work_dir, f"ours_{int(time.time())}")
                 runs[name] = train_ours(recipe, model_dir, heldout_batches, args)
             else:
-                runs[name] = train_keras_hub(config, train_records[lengths], *lengths, vocab, heldout_batches, args)
+                runs[name] = train_keras_hub(config, train_records[last.name], *lengths, vocab, heldout_batches, args)
 
     lines = report_lines(runs, args, recipe, config, chapters, len(heldout_batches) * EVAL_BATCH_SIZE,
                          lengths[0], data_seconds)

@@ -8,8 +8,8 @@ each group's curves in one PNG.
     .venv/bin/python bench/convergence_runs.py --data_dir /tmp/bible --runs base,lr_3e-4,seq64 --steps 1500
     .venv/bin/python bench/convergence_runs.py --data_dir /tmp/bible --list
 
-The data directory is made on first use with the demo's commands (Bible chapters, every 10th held out; `bert-vocab`;
-`bert-create-pretraining-data` at 128 and 64 tokens, dupe_factor 5 for training, 1 held out).
+The data directory is filled on first use by the demo's `DemoData` (Bible chapters, every 10th held out; `bert-vocab`;
+`bert-create-pretraining-data` at each length a run needs, dupe_factor 5 for training, 1 held out).
 """
 
 import argparse
@@ -22,10 +22,11 @@ import time
 
 import yaml
 
+from bert_tf.demo_data import MASKED_LM_PROB, DemoData
 from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SEQ_LENGTHS = {128: 20, 64: 10, 32: 5}
+SEQ_LENGTHS = {128: 20, 64: 10, 32: 5}  # records' length -> predictions per sequence
 EXTRA_RECORDS = {"64m40": (64, 26, 0.4)}  # name -> (length, predictions, masked_lm_prob)
 
 # The starting point of every run: the demo recipe as it was before this study (one phase of 32 sequences of 128
@@ -82,38 +83,14 @@ RUNS = {
 }
 
 
-def ensure_data(data_dir):
-    """The demo's data: vocab and records at every length of SEQ_LENGTHS (made once)."""
-    os.makedirs(data_dir, exist_ok=True)
-    python = sys.executable
-    texts = {name: os.path.join(data_dir, f"{name}.txt") for name in ("train", "heldout")}
-    if not all(os.path.exists(p) for p in texts.values()):
-        subprocess.run([python, "-c", f"from bert_tf.text.bible import write_bible_split; "
-                        f"write_bible_split({data_dir!r})"], check=True, cwd=REPO)
-    vocab = os.path.join(data_dir, "vocab.txt")
-    if not os.path.exists(vocab):
-        subprocess.run([python, "-m", "bert_tf.cli.vocab", f"--input_file={texts['train']}", "--vocab_size=8000",
-                        f"--output_file={vocab}"], check=True, cwd=REPO)
-    lengths = {seq: (seq, predictions, 0.15) for seq, predictions in SEQ_LENGTHS.items()}
-    for key, (seq, predictions, masked_lm_prob) in {**lengths, **EXTRA_RECORDS}.items():
-        for name, text in texts.items():
-            path = records_path(data_dir, name, key)
-            if os.path.exists(path):
-                continue
-            subprocess.run([python, "-m", "bert_tf.cli.create_pretraining_data", f"--input_file={text}",
-                            f"--output_file={path}", f"--vocab_file={vocab}", "--do_lower_case",
-                            f"--max_seq_length={seq}", f"--max_predictions_per_seq={predictions}",
-                            f"--masked_lm_prob={masked_lm_prob}", f"--dupe_factor={5 if name == 'train' else 1}",
-                            "--random_seed=12345", "--noprogress"], check=True, cwd=REPO)
-    return vocab
+def record_lengths(seq):
+    """(max_seq_length, max_predictions_per_seq, masked_lm_prob) of the records a run's "seq" names."""
+    return EXTRA_RECORDS.get(seq) or (seq, SEQ_LENGTHS[seq], MASKED_LM_PROB)
 
 
-def records_path(data_dir, name, seq):
-    return os.path.join(data_dir, f"{name}_{seq}.tfrecord")
-
-
-def recipe_for(base, overrides, steps, data_dir):
-    """The demo recipe with a run's overrides, over `steps` steps, reading the data at the run's lengths."""
+def recipe_for(base, overrides, steps, data):
+    """The demo recipe with a run's overrides, over `steps` steps, reading the data (a `DemoData`, whose records
+    are made on first use) at the run's lengths."""
     recipe = copy.deepcopy(base)
     recipe.update({k: v for k, v in copy.deepcopy(OLD_DEMO).items() if k != "model"})
     recipe["model"] = dict(OLD_DEMO["model"])
@@ -129,25 +106,25 @@ def recipe_for(base, overrides, steps, data_dir):
     done = 0
     for index, phase in enumerate(phases):
         seq = phase["seq"]
-        length, predictions = EXTRA_RECORDS[seq][:2] if seq in EXTRA_RECORDS else (seq, SEQ_LENGTHS[seq])
+        length, predictions, masked_lm_prob = record_lengths(seq)
         num_steps = steps - done if index == len(phases) - 1 else int(round(steps * phase["fraction"]))
         done += num_steps
         recipe["phases"].append({"name": f"seq{seq}", "num_steps": num_steps, "max_seq_length": length,
                                  "max_predictions_per_seq": predictions,
-                                 "input_file": records_path(data_dir, "train", seq)})
+                                 "input_file": data.records("train", length, predictions, masked_lm_prob)})
         if "batch" in phase:
             recipe["phases"][-1]["train_batch_size"] = phase["batch"]
     eval_seq = phases[-1]["seq"]
-    recipe["eval"]["input_file"] = records_path(data_dir, "heldout", eval_seq)
+    recipe["eval"]["input_file"] = data.records("heldout", *record_lengths(eval_seq))
     recipe["eval"]["max_eval_steps"] = 1000
     return recipe
 
 
-def run(name, args, vocab):
+def run(name, args, data):
     description, overrides = RUNS[name.split("@")[0]]
     with open(os.path.join(REPO, "configs", "pretrain", f"{args.base}.yaml")) as f:
         base = yaml.safe_load(f)
-    recipe = recipe_for(base, overrides, args.steps, args.data_dir)
+    recipe = recipe_for(base, overrides, args.steps, data)
     run_dir = os.path.join(args.out_dir, name)
     os.makedirs(run_dir, exist_ok=True)
     recipe_file = os.path.join(run_dir, "recipe.yaml")
@@ -156,7 +133,7 @@ def run(name, args, vocab):
     model_dir = os.path.join(run_dir, "model")
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={recipe_file}",
-                           f"--model_dir={model_dir}", f"--vocab_file={vocab}"], cwd=REPO,
+                           f"--model_dir={model_dir}", f"--vocab_file={data.vocab()}"], cwd=REPO,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seconds = time.perf_counter() - start
     with open(os.path.join(run_dir, "log.txt"), "w") as f:
@@ -218,11 +195,11 @@ def main():
         return
     if args.plot:
         return plot(args.runs.split(","), args)
-    vocab = ensure_data(args.data_dir)
+    data = DemoData(args.data_dir, quiet=True)
     for name in args.runs.split(","):
         if name.split("@")[0] not in RUNS:
             parser.error(f"--runs: unknown run {name!r}; --list shows them.")
-        run(name, args, vocab)
+        run(name, args, data)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,10 @@ there, so re-running continues an interrupted demo (`bert-pretrain` resumes from
 
 import json
 import os
-import subprocess
-import sys
 
 from absl import app, flags
+
+from bert_tf.demo_data import DemoData
 
 FLAGS = flags.FLAGS
 
@@ -57,70 +57,6 @@ def define_flags():
     flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's).")
     flags.DEFINE_integer("dupe_factor", 5, "Static maskings of the training chapters.")
     flags.DEFINE_integer("num_workers", None, "Processes that build instances (default: the CPU count).")
-
-
-def command(module, *arguments):
-    """Runs a console script's module with this interpreter (shown as the console script a user types)."""
-    name = "bert-" + module.replace("_", "-")
-    print(f"\n$ {name} {' '.join(arguments)}", flush=True)
-    subprocess.run([sys.executable, "-m", f"bert_tf.cli.{module}", *arguments], check=True)
-
-
-def prepare_text(data_dir):
-    """The training and held-out chapters as text files (the original input format)."""
-    from bert_tf.text.bible import write_bible_split
-
-    texts = {name: os.path.join(data_dir, f"{name}.txt") for name in ("train", "heldout")}
-    if all(os.path.exists(path) for path in texts.values()):
-        print(f"Text found in {data_dir}: reusing it.")
-        return texts
-    texts, chapters = write_bible_split(data_dir)
-    print(f"World English Bible: {chapters['train']} training chapters, {chapters['heldout']} held-out chapters "
-          f"(every 10th) in {data_dir}.")
-    return texts
-
-
-def learn_vocab(data_dir, train_text):
-    """A WordPiece vocab learned from the training chapters by bert-vocab (which writes it atomically)."""
-    vocab_file = os.path.join(data_dir, "vocab.txt")
-    if os.path.exists(vocab_file):
-        print(f"Vocab found: {vocab_file}: reusing it.")
-        return vocab_file
-    command("vocab", f"--input_file={train_text}", f"--vocab_size={FLAGS.vocab_size}", f"--output_file={vocab_file}")
-    return vocab_file
-
-
-def record_lengths(recipe):
-    """(max_seq_length, max_predictions_per_seq) of each phase of `recipe`, in order, without repeats."""
-    lengths = []
-    for phase in recipe.phases:
-        if (phase.max_seq_length, phase.max_predictions_per_seq) not in lengths:
-            lengths.append((phase.max_seq_length, phase.max_predictions_per_seq))
-    return lengths
-
-
-def records_path(data_dir, name, max_seq_length):
-    return os.path.join(data_dir, f"{name}_seq{max_seq_length}.tfrecord")
-
-
-def make_records(data_dir, texts, vocab_file, recipe):
-    """TFRecords through bert-create-pretraining-data (which writes complete files or none): the training chapters
-    at every length the recipe's phases train on, the held-out chapters at the last phase's length."""
-    jobs = [("train", length, predictions) for length, predictions in record_lengths(recipe)]
-    last = recipe.phases[-1]
-    jobs.insert(0, ("heldout", last.max_seq_length, last.max_predictions_per_seq))
-    records = {}
-    for name, length, predictions in jobs:
-        path = records[name, length] = records_path(data_dir, name, length)
-        if os.path.exists(path):
-            print(f"Records found: {path}: reusing them.")
-            continue
-        workers = [] if FLAGS.num_workers is None else [f"--num_workers={FLAGS.num_workers}"]
-        command("create_pretraining_data", f"--input_file={texts[name]}", f"--output_file={path}",
-                f"--vocab_file={vocab_file}", "--do_lower_case", f"--max_seq_length={length}",
-                f"--max_predictions_per_seq={predictions}", "--masked_lm_prob=0.15",
-                f"--dupe_factor={FLAGS.dupe_factor if name == 'train' else 1}", "--random_seed=12345", *workers)
-    return records
 
 
 def masked_word_predictions(exported, top_k=5):
@@ -161,28 +97,26 @@ def main(argv):
     exported_dir = os.path.join(output_dir, "exported")
 
     print("== 1. The embedded corpus -> documents -> a WordPiece vocab")
-    texts = prepare_text(data_dir)
-    vocab_file = FLAGS.vocab_file or learn_vocab(data_dir, texts["train"])
+    data = DemoData(data_dir, FLAGS.vocab_size, FLAGS.vocab_file, FLAGS.dupe_factor, num_workers=FLAGS.num_workers)
+    vocab_file = data.vocab()
 
     print("\n== 2. Documents -> pre-training TFRecords (the original algorithm and format)")
     from bert_tf.training.recipe import load_recipe
 
     recipe = load_recipe(RECIPE)
-    records = make_records(data_dir, texts, vocab_file, recipe)
+    train_records, heldout = data.recipe_records(recipe)
 
     print("\n== 3-4. Pre-training the tiny model, then the held-out evaluation")
     steps = [] if FLAGS.num_train_steps is None else [f"--num_train_steps={FLAGS.num_train_steps}"]
-    inputs = [f"--input_file={records['train', phase.max_seq_length]}" for phase in recipe.phases]
-    last_length = recipe.phases[-1].max_seq_length
-    heldout, train = records["heldout", last_length], records["train", last_length]
-    command("pretrain", f"--config={RECIPE}", f"--model_dir={model_dir}", *inputs, f"--vocab_file={vocab_file}",
-            f"--eval_input_file={heldout}", *steps)
+    inputs = [f"--input_file={train_records[phase.name]}" for phase in recipe.phases]
+    data.command("pretrain", f"--config={RECIPE}", f"--model_dir={model_dir}", *inputs, f"--vocab_file={vocab_file}",
+                 f"--eval_input_file={heldout}", *steps)
     from bert_tf.text.vocabulary import read_vocab_file
     from bert_tf.training.evaluation import unigram_baseline
     from bert_tf.training.training_log import read_eval_results
 
     results = read_eval_results(model_dir)
-    baseline, baseline_token = unigram_baseline([train], [heldout])
+    baseline, baseline_token = unigram_baseline([train_records[recipe.phases[-1].name]], [heldout])
 
     print("\n== 5. Export: SavedModels for TF Serving and fine-tuning")
     from bert_tf.serving import ENCODER, ENCODER_MLM, PREPROCESSING, version_dir
@@ -191,7 +125,7 @@ def main(argv):
     if all(os.path.exists(os.path.join(path, "saved_model.pb")) for path in exported.values()):
         print(f"SavedModels found in {exported_dir}: reusing them.")
     else:
-        command("export", f"--model_dir={model_dir}", f"--output_dir={exported_dir}")
+        data.command("export", f"--model_dir={model_dir}", f"--output_dir={exported_dir}")
 
     print("\n== 6. Masked-word predictions of held-out verses, through the exported SavedModels")
     predictions = masked_word_predictions(exported)

@@ -57,19 +57,19 @@ def test_demo_model_uses_context_on_held_out_text(demo):
 def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_chapters(demo):
     output_dir, process = demo
     data = output_dir / "data"
-    tokens = list(Vocabulary.from_file(data / "vocab.txt").require(pad_first=True).tokens)
+    tokens = list(Vocabulary.from_file(data / "vocab8000.txt").require(pad_first=True).tokens)
     assert 3000 < len(tokens) < 8000
     for name in ("train", "heldout"):  # at the length of the demo recipe's one phase
-        schema = read_schema(str(data / f"{name}_seq32.tfrecord"))
+        schema = read_schema(str(data / f"{name}_seq32_pred5.tfrecord"))
         assert (schema.names, schema.max_seq_length, schema.max_predictions_per_seq) == ("v1", 32, 5)
-    batch = next(read_records([str(data / "heldout_seq32.tfrecord")], max_records=500))
+    batch = next(read_records([str(data / "heldout_seq32_pred5.tfrecord")], max_records=500))
     assert np.all(batch["input_ids"][:, 0] == tokens.index("[CLS]"))
     assert 0.14 < batch["masked_lm_weights"].sum() / batch["input_mask"].sum() < 0.16
     # The baseline the demo reports is computed from these very files.
     with open(output_dir / RESULTS_FILE) as f:
         reported = json.load(f)["unigram_baseline"]
-    assert unigram_baseline([str(data / "train_seq32.tfrecord")],
-                            [str(data / "heldout_seq32.tfrecord")])[0] == reported
+    assert unigram_baseline([str(data / "train_seq32_pred5.tfrecord")],
+                            [str(data / "heldout_seq32_pred5.tfrecord")])[0] == reported
     assert "$ bert-vocab " in process.stdout and "$ bert-create-pretraining-data " in process.stdout
 
 

@@ -69,10 +69,14 @@ def write_bible_split(directory, held_out_every=10, path=None):
     os.makedirs(directory, exist_ok=True)
     files = {name: os.path.join(directory, f"{name}.txt") for name in ("train", "heldout")}
     chapters = {"train": 0, "heldout": 0}
-    with open(files["train"], "w", encoding="utf-8") as train, open(files["heldout"], "w", encoding="utf-8") as held:
+    # Written under temporary names and renamed when complete: a killed run leaves no file that looks done.
+    with open(files["train"] + ".part", "w", encoding="utf-8") as train, \
+            open(files["heldout"] + ".part", "w", encoding="utf-8") as held:
         outputs = {"train": train, "heldout": held}
         for index, sentences in enumerate(read_bible_documents(CorpusCounts(), path)):
             name = "heldout" if index % held_out_every == 0 else "train"
             outputs[name].write("\n".join(sentences) + "\n\n")
             chapters[name] += 1
+    for final in files.values():
+        os.replace(final + ".part", final)
     return files, chapters
