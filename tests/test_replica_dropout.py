@@ -74,6 +74,14 @@ SCRIPT = textwrap.dedent("""
         for streams in (False, True):
             first, second = forward(streams)
             report[f"replicas_differ_streams_{streams}"] = float(np.abs(first - second).max())
+        # A fine-tuning model trained by Keras `fit` is called on each replica the same way: it opens the stream.
+        from bert_tf.finetuning import BertClassifier
+        with mirrored.scope():
+            classifier = BertClassifier(config, num_classes=2)
+        inputs = {k: x[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        first, second = [v.numpy() for v in mirrored.experimental_local_results(tf.function(
+            lambda: mirrored.run(lambda: classifier(inputs, training=True)))())]
+        report["classifier_replicas_differ"] = float(np.abs(first - second).max())
         one = step(trainer(one_device), x)
         two_replicas = trainer(mirrored)
         start = [v.numpy() for v in two_replicas.model.variables + two_replicas.optimizer.variables]
@@ -106,6 +114,10 @@ def test_replicas_draw_different_masks_for_the_same_inputs(report):
     assert report["replicas_differ_streams_False"] == 0.0
     # Each replica on its own stream: the same inputs give different logits.
     assert report["replicas_differ_streams_True"] > 1e-3
+
+
+def test_fine_tuning_models_draw_different_masks_on_each_replica(report):
+    assert report["classifier_replicas_differ"] > 1e-4
 
 
 def test_trainer_steps_draw_per_replica_and_per_micro_batch(report):

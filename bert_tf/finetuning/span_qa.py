@@ -3,7 +3,8 @@ model)."""
 
 import keras
 
-from bert_tf.finetuning.task_model import build_encoder, encoder_config, from_encoder_config, output_initializer
+from bert_tf.finetuning.task_model import (build_encoder, encoder_config, from_encoder_config, output_initializer,
+                                           replica_dropout)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -34,7 +35,8 @@ class BertSpanQA(keras.Model):
                                               name="span_logits")
 
     def call(self, inputs, training=None):
-        sequence = self.encoder(inputs, training=training)["sequence_output"]
+        with replica_dropout(training):
+            sequence = self.encoder(inputs, training=training)["sequence_output"]
         logits = self.span_logits(sequence)
         return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
 

@@ -1,9 +1,13 @@
 """What the task models (`BertClassifier`, `BertTokenClassifier`, `BertSpanQA`) share: the encoder argument, its
-`get_config` entry, the original's output-layer initializer, and the dropout + dense classifier on one encoder
-output."""
+`get_config` entry, the original's output-layer initializer, dropout masks of their own on each replica, and the
+dropout + dense classifier on one encoder output."""
+
+import contextlib
 
 import keras
+import tensorflow as tf
 
+from bert_tf.modeling.dropout import BertDropout, dropout_stream
 from bert_tf.modeling.encoder import BertEncoder
 
 
@@ -17,6 +21,21 @@ def build_encoder(encoder):
 def output_initializer(initializer_range):
     """The original run_classifier / run_squad output weights: truncated normal, stddev 0.02."""
     return keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+
+def replica_dropout(training):
+    """A context in which the `BertDropout` layers (the encoder's and the task head's) draw masks of this replica's
+    own when `fit` or a custom loop trains under a `tf.distribute` strategy: Keras alone gives every replica the
+    same masks (its seed state is mirrored). Outside a replica step, or not training, it changes nothing.
+
+    Example:
+    >>> with replica_dropout(training=True):
+    ...     pass
+    """
+    context = tf.distribute.get_replica_context() if training else None
+    if context is None or context.num_replicas_in_sync == 1:
+        return contextlib.nullcontext()
+    return dropout_stream(context.replica_id_in_sync_group, context.num_replicas_in_sync)
 
 
 def encoder_config(encoder):
@@ -52,13 +71,14 @@ class EncoderOutputClassifier(keras.Model):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = BertDropout(dropout_rate)
         self.logits = keras.layers.Dense(num_classes, kernel_initializer=output_initializer(initializer_range),
                                          name="logits")
 
     def call(self, inputs, training=None):
-        features = self.encoder(inputs, training=training)[self.ENCODER_OUTPUT]
-        return self.logits(self.dropout(features, training=training))
+        with replica_dropout(training):
+            features = self.encoder(inputs, training=training)[self.ENCODER_OUTPUT]
+            return self.logits(self.dropout(features, training=training))
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, **encoder_config(self.encoder),
