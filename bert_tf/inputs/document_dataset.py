@@ -48,10 +48,10 @@ def text_documents(input_patterns):
 
 
 def document_pretraining_dataset(documents, masker, max_seq_length, max_predictions_per_seq, batch_size, *,
-                                 next_sentence=True, short_seq_prob=0.1, tokenize=None, is_training=True,
-                                 input_context=None, window=DEFAULT_WINDOW, document_buffer=DEFAULT_DOCUMENT_BUFFER,
-                                 shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, seed=None,
-                                 num_parallel_calls=tf.data.AUTOTUNE):
+                                 next_sentence=True, short_seq_prob=SentencePairRules.short_seq_prob, tokenize=None,
+                                 is_training=True, input_context=None, window=DEFAULT_WINDOW,
+                                 document_buffer=DEFAULT_DOCUMENT_BUFFER, shuffle_buffer=DEFAULT_SHUFFLE_BUFFER,
+                                 seed=None, num_parallel_calls=tf.data.AUTOTUNE):
     """Batches with the feature dict of `pretraining_dataset`, built from documents and masked on the fly.
 
     Args:

@@ -15,12 +15,13 @@ class InstanceOptions:
     125
     """
 
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
+    # The rules' settings default to the rules' own defaults (the original's), so each default has one owner.
+    max_seq_length: int = SentencePairRules.max_seq_length
+    max_predictions_per_seq: int = MaskingRules.max_predictions_per_seq
+    masked_lm_prob: float = MaskingRules.masked_lm_prob
+    short_seq_prob: float = SentencePairRules.short_seq_prob
     dupe_factor: int = 10
-    do_whole_word_mask: bool = False
+    do_whole_word_mask: bool = MaskingRules.do_whole_word_mask
     random_seed: int = 12345
 
     def __post_init__(self):
