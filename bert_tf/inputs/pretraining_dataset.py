@@ -2,9 +2,9 @@
 
 Follows the original `run_pretraining.input_fn_builder` (files shuffled and repeated, records interleaved across
 files, a shuffle buffer, `drop_remainder=True` batches so every shape is static for TPUs) with what a long run
-needs on top: sharding per input pipeline from a `tf.distribute.InputContext`, a seed that makes the order (and
-dynamic masks) reproducible, an iterator that `tf.train.Checkpoint` can save, and errors that name the broken
-file and the shapes that do not match.
+needs on top: sharding per input pipeline (bert-pretrain runs one per host) from a `tf.distribute.InputContext`,
+a seed that makes the order (and dynamic masks) reproducible, an iterator that `tf.train.Checkpoint` can save, and
+errors that name the broken file and the shapes that do not match.
 """
 
 import concurrent.futures
@@ -43,8 +43,8 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
         max_seq_length, max_predictions_per_seq: the lengths the records were written with; records of another
             length fail with the expected and found shapes.
         batch_size: the batch THIS pipeline yields, i.e. global batch / `input_context.num_input_pipelines`. With
-            one pipeline per worker iterated as a plain `iter(dataset)` and split across the worker's replicas, it
-            is the per-worker batch; inside `distribute_datasets_from_function` (one pipeline per replica) it is
+            one pipeline per host (bert-pretrain: a plain `iter(dataset)` on each host's CPU, split across that
+            host's replicas), it is the per-host batch; inside `distribute_datasets_from_function` (one pipeline per replica) it is
             `input_context.get_per_replica_batch_size(global_batch_size)`.
         is_training: shuffle and repeat forever (True), or one pass in file order (False).
         input_context: a `tf.distribute.InputContext`; each pipeline then reads its own share: whole files when

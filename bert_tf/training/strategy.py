@@ -1,8 +1,8 @@
 """Where training runs: the `--strategy` choices, and how the hosts' batches reach their replicas.
 
-The input is one plain `iter(dataset)` per host (`input_hosts`: one per worker process under MirroredStrategy and
-MultiWorkerMirroredStrategy, one per TPU host of a pod under TPUStrategy), and each replica takes its slice of its
-own host's batch through `strategy.experimental_distribute_values_from_function`. `tf.train.Checkpoint` cannot
+The input is one plain `iter(dataset)` per host, the machine its replicas live on (`input_hosts`: one for a local
+MirroredStrategy, one per worker process under MultiWorkerMirroredStrategy, one per TPU host of a pod under
+TPUStrategy, where one process drives them all), and each replica takes its slice of its own host's batch through `strategy.experimental_distribute_values_from_function`. `tf.train.Checkpoint` cannot
 save the iterator of `strategy.experimental_distribute_dataset` (tensorflow#56372); plain iterators it can, so a
 resumed run reads on from the exact record where the checkpoint was taken.
 """
@@ -88,10 +88,14 @@ class WorkerLayout:
         """Input pipelines over all workers: one per host."""
         return self.num_workers * len(self.hosts)
 
+    def pipeline_id(self, host):
+        """The index of `host`'s pipeline over all workers' hosts."""
+        return self.worker_index * len(self.hosts) + host.index
+
     def input_context(self, host):
         """The `tf.distribute.InputContext` of `host`'s pipeline (which share of the records it reads)."""
         return tf.distribute.InputContext(num_input_pipelines=self.num_input_pipelines,
-                                          input_pipeline_id=self.worker_index * len(self.hosts) + host.index,
+                                          input_pipeline_id=self.pipeline_id(host),
                                           num_replicas_in_sync=self.num_replicas)
 
     def host_batch_size(self, global_batch_size):
@@ -103,17 +107,19 @@ class WorkerLayout:
         return global_batch_size // self.num_input_pipelines
 
     def describe_input(self):
-        """One line: how many input pipelines there are and where this worker's run."""
+        """One line: how many input pipelines there are and where this worker's pipelines run."""
         first = self.worker_index * self.local_replicas
-        where = "; ".join(f"pipeline {self.worker_index * len(self.hosts) + host.index} on {host.device} "
+        where = "; ".join(f"pipeline {self.pipeline_id(host)} on {host.device} "
                           f"(replica(s) {_ranges([first + r for r in host.replicas])})" for host in self.hosts)
         return (f"Input: {self.num_input_pipelines} pipeline(s), one per host, over {self.num_workers} worker "
                 f"process(es); this worker's: {where}.")
 
 
 def _ranges(indices):
-    return f"{indices[0]}-{indices[-1]}" if len(indices) > 1 and indices[-1] - indices[0] == len(indices) - 1 \
-        else ",".join(map(str, indices))
+    """"0-3" for consecutive indices, else "0,2,4,6"."""
+    if len(indices) > 1 and indices[-1] - indices[0] == len(indices) - 1:
+        return f"{indices[0]}-{indices[-1]}"
+    return ",".join(map(str, indices))
 
 
 def worker_layout(strategy):
@@ -136,6 +142,12 @@ def split_per_replica(strategy, layout, host_batches):
 
     Args:
         host_batches: one batch (a dict of [host_batch, ...] tensors) per host of `layout.hosts`, in that order.
+
+    Example:
+    >>> strategy = tf.distribute.get_strategy()
+    >>> values = split_per_replica(strategy, worker_layout(strategy), ({"input_word_ids": tf.zeros([4, 8])},))
+    >>> strategy.experimental_local_results(values)[0]["input_word_ids"].shape
+    TensorShape([4, 8])
     """
     if len(host_batches) != len(layout.hosts):
         raise ValueError(f"Got {len(host_batches)} batch(es) for {len(layout.hosts)} input host(s): pass one "
@@ -149,7 +161,14 @@ def split_per_replica(strategy, layout, host_batches):
 
 def split_over_local_replicas(strategy, layout, batch):
     """Per-replica values for `strategy.run`: one batch of this worker split over all of its replicas, whichever
-    host they are on (evaluation reads its input in the worker process)."""
+    host they are on (evaluation reads its input in the worker process).
+
+    Example:
+    >>> strategy = tf.distribute.get_strategy()
+    >>> values = split_over_local_replicas(strategy, worker_layout(strategy), {"input_word_ids": tf.zeros([4, 8])})
+    >>> strategy.experimental_local_results(values)[0]["input_word_ids"].shape
+    TensorShape([4, 8])
+    """
     return _distribute(strategy, layout, {r: (batch, r, layout.local_replicas) for r in range(layout.local_replicas)})
 
 
