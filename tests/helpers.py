@@ -23,6 +23,16 @@ def tiny_config(**overrides):
     return BertConfig(**{**TINY, **overrides})
 
 
+def tiny_model_section(**overrides):
+    """The `model` section of a pre-training recipe (YAML or `Recipe.from_dict`) for `tiny_config(**overrides)`.
+
+    Example:
+    >>> tiny_model_section(num_hidden_layers=1)["num_hidden_layers"], tiny_model_section()["hidden_size"]
+    (1, 16)
+    """
+    return {"preset": "tiny", **TINY, **overrides}
+
+
 def run_cli(module, *args, cwd=None, env=None, timeout=300):
     """Runs `python -m bert_tf.cli.<module> ARGS` in a child process, as a user runs the console script.
 

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import tiny_model_section
+
 from bert_tf.training.compiled_program import ProgramSummary, lower_training_loop, memory_report
 from bert_tf.training.flops import training_flops_per_sequence
 from bert_tf.training.memory_estimate import estimate_step_memory
@@ -47,8 +49,7 @@ def test_bert_large_loop_is_one_bfloat16_program_with_the_counted_flops():
 def tiny_recipe(**overrides):
     return Recipe.from_dict({
         "name": "tiny_program", "train_batch_size": 8, "num_train_steps": 10, "num_warmup_steps": 1,
-        "model": {"preset": "tiny", "vocab_size": 64, "hidden_size": 16, "intermediate_size": 32,
-                  "num_attention_heads": 2, "max_position_embeddings": 16},
+        "model": tiny_model_section(max_position_embeddings=16),
         "phases": [{"name": "seq16", "num_steps": 10, "max_seq_length": 16, "max_predictions_per_seq": 4}],
         **overrides})
 
@@ -85,9 +86,8 @@ def test_memory_report_holds_the_weights_and_both_adam_slots():
 def test_memory_estimate_from_shallow_models_matches_the_whole_model():
     """The recipes' estimates compile 1- and 2-block models and extrapolate in depth: on a 4-block model that
     agrees with compiling the whole model, and memory grows with the micro-batch."""
-    recipe = tiny_recipe(mixed_precision="mixed_bfloat16", model={
-        "preset": "tiny", "vocab_size": 64, "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-        "max_position_embeddings": 16, "num_hidden_layers": 4})
+    recipe = tiny_recipe(mixed_precision="mixed_bfloat16",
+                         model=tiny_model_section(max_position_embeddings=16, num_hidden_layers=4))
     extrapolated = estimate_step_memory(recipe, micro_batch_sizes=(2, 4), depths=(1, 2))
     whole = estimate_step_memory(recipe, micro_batch_sizes=(2, 4), depths=None)
     assert whole.per_sequence_bytes > 0

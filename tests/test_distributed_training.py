@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from helpers import REPO, start_cli
+from helpers import REPO, start_cli, tiny_model_section
 
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.pretraining import run_pretraining
@@ -30,8 +30,8 @@ def setup(tmp_path_factory):
     train = write_records(root / "train.tfrecord", 128, SEQ, PRED, seed=0, full_predictions=True)
     recipe = {
         "name": "distributed_test",
-        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                  "max_position_embeddings": SEQ, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+        "model": tiny_model_section(max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
+                                    attention_probs_dropout_prob=0.0),
         "vocab_file": write_vocab(root / "vocab.txt"), "train_batch_size": 8, "num_train_steps": STEPS,
         "num_warmup_steps": 2, "learning_rate": 5e-3, "save_checkpoints_steps": STEPS, "iterations_per_loop": 4,
         # One record per shuffle buffer: the two workers' halves of a global batch are then exactly the records of

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import TINY, tiny_config
+from helpers import tiny_config, tiny_model_section
 
 from bert_tf import model_dir
 from bert_tf.modeling.pretrainer import BertPretrainer
@@ -17,7 +17,7 @@ from bert_tf.training.recipe import Recipe
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED = 16, 4
-CONFIG = tiny_config(num_hidden_layers=1, max_position_embeddings=SEQ)
+CONFIG = tiny_config(num_hidden_layers=1, max_position_embeddings=SEQ)  # as the run's tiny_model_section
 
 
 def features(vocab_size=64, batch=2):
@@ -61,7 +61,7 @@ def test_bert_pretrain_run_on_ram_filesystem_loads_back(tmp_path):
     train = write_records(tmp_path / "train.tfrecord", 32, SEQ, PRED, seed=0)
     vocab = write_vocab(tmp_path / "vocab.txt")
     recipe = Recipe.from_dict({
-        "name": "ram_test", "model": {"preset": "tiny", **{k: getattr(CONFIG, k) for k in TINY if k != "vocab_size"}},
+        "name": "ram_test", "model": tiny_model_section(num_hidden_layers=1, max_position_embeddings=SEQ),
         "vocab_file": vocab, "train_batch_size": 4, "num_train_steps": 4, "num_warmup_steps": 1,
         "save_checkpoints_steps": 2, "iterations_per_loop": 2,
         "phases": [{"name": "p", "num_steps": 4, "max_seq_length": SEQ, "max_predictions_per_seq": PRED,

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from helpers import REPO, run_cli, start_cli
+from helpers import REPO, run_cli, start_cli, tiny_model_section
 
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
@@ -37,9 +37,7 @@ def write_recipe(data, name, steps, save_every, dropout):
     """Two phases (16 then 32 tokens), as the paper's recipe has (128 then 512)."""
     recipe = {
         "name": name,
-        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                  "max_position_embeddings": 32, "hidden_dropout_prob": dropout,
-                  "attention_probs_dropout_prob": dropout},
+        "model": tiny_model_section(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout),
         "train_batch_size": 8, "num_train_steps": sum(steps), "num_warmup_steps": 10, "learning_rate": 3e-3,
         "save_checkpoints_steps": save_every, "iterations_per_loop": 10,
         "phases": [{"name": "seq16", "num_steps": steps[0], "max_seq_length": 16, "max_predictions_per_seq": 4},
@@ -286,8 +284,7 @@ def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_pat
     current step (not at the loop's end), with a checkpoint, within 10 s; the resumed run ends bit-identical."""
     recipe = {
         "name": "cli_sigterm",
-        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                  "num_hidden_layers": 1, "max_position_embeddings": 16},
+        "model": tiny_model_section(num_hidden_layers=1, max_position_embeddings=16),
         "train_batch_size": 4, "num_train_steps": 2000, "num_warmup_steps": 10, "learning_rate": 1e-3,
         "save_checkpoints_steps": 1000, "iterations_per_loop": 1000,
         "phases": [{"name": "seq16", "num_steps": 2000, "max_seq_length": 16, "max_predictions_per_seq": 4}]}

@@ -16,7 +16,7 @@ from bert_tf.training.lamb import Lamb
 from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
 from bert_tf.training.recipe import Recipe
 from bert_tf.training.training_log import read_history
-from helpers import tiny_config
+from helpers import tiny_config, tiny_model_section
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED = 16, 4
@@ -33,8 +33,7 @@ def data(tmp_path_factory):
 def tiny_recipe(data, **overrides):
     recipe = Recipe.from_dict({
         "name": "tiny_test",
-        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                  "max_position_embeddings": SEQ},
+        "model": tiny_model_section(max_position_embeddings=SEQ),
         "vocab_file": data["vocab"], "train_batch_size": 8, "num_train_steps": 20, "num_warmup_steps": 2,
         "learning_rate": 5e-3, "save_checkpoints_steps": 10, "iterations_per_loop": 5,
         "phases": [{"name": "seq16", "num_steps": 20, "max_seq_length": SEQ, "max_predictions_per_seq": PRED,
