@@ -112,6 +112,13 @@ def test_losses_and_metrics_of_a_batch(tiny_config):
     assert set(no_nsp.compute_losses(no_nsp(f), f)) == {"loss", "masked_lm_loss", "masked_lm_accuracy"}
 
 
+def test_pretrainer_serializes_its_own_arguments_with_the_config(tiny_config):
+    model = BertPretrainer(tiny_config, use_next_sentence=False, dtype="mixed_bfloat16")
+    again = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(model))
+    assert type(again) is BertPretrainer and again.config == tiny_config
+    assert again.use_next_sentence is False and again.dtype_policy.name == "mixed_bfloat16"
+
+
 def test_padding_does_not_change_real_positions(tiny_config):
     encoder = BertEncoder(tiny_config)
     f = features(tiny_config)
