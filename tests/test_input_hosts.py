@@ -113,3 +113,17 @@ def test_the_hosts_read_disjoint_shares_of_the_records(tmp_path):
     assert len(seen[0]) == len(seen[1]) == 16 and not seen[0] & seen[1]
     assert seen[0] | seen[1] == everything
     np.testing.assert_equal(len(everything), 32)
+
+
+def test_fewer_files_than_hosts_is_warned_about(tmp_path, caplog):
+    from bert_tf.inputs.pretraining_dataset import pretraining_dataset
+    from pretraining_records import write_records
+
+    path = write_records(tmp_path / "one.tfrecord", 8, 16, 4)
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
+    pretraining_dataset(path, 16, 4, 2, is_training=False, input_context=context)
+    assert "1 input file(s) for 2 input pipelines: every pipeline reads all of them" in caplog.text
+    caplog.clear()
+    other = write_records(tmp_path / "two.tfrecord", 8, 16, 4, seed=1)
+    pretraining_dataset([path, other], 16, 4, 2, is_training=False, input_context=context)
+    assert "input pipelines" not in caplog.text

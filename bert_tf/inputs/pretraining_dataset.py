@@ -89,6 +89,10 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
 
     file_ds = tf.data.Dataset.from_tensor_slices((files, compressions, tf.constant(expected_bytes, tf.int64)))
     shard_by_file = len(files) >= num_pipelines
+    if not shard_by_file:
+        logging.warning("%d input file(s) for %d input pipelines: every pipeline reads all of them and keeps every "
+                        "%d-th record; write at least %d files (one or more per pipeline) so that each reads only "
+                        "its own.", len(files), num_pipelines, num_pipelines, num_pipelines)
     files_here = len(range(pipeline_id, len(files), num_pipelines)) if shard_by_file else len(files)
     if shard_by_file and num_pipelines > 1:
         file_ds = file_ds.shard(num_pipelines, pipeline_id)
