@@ -4,13 +4,16 @@ per-replica masked-LM loss of half a batch averages to the loss of the whole bat
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 import yaml
 
 from helpers import REPO, start_cli, tiny_model_section
@@ -115,28 +118,40 @@ def free_ports(count):
     return ports
 
 
-@pytest.mark.slow
-def test_multi_worker_two_processes_equals_one_device(setup):
-    model_dir = str(setup["root"] / "multi_worker")
+def start_workers(recipe, model_dir, log_dir, *extra):
+    """Two `bert-pretrain --strategy=multi_worker` processes on 127.0.0.1, their stderr in log_dir/worker_i.log."""
     cluster = {"worker": [f"127.0.0.1:{port}" for port in free_ports(2)]}
     workers = []
     for index in range(2):
         env = {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
                "TF_CPP_MIN_LOG_LEVEL": "2"}
-        workers.append(start_cli("pretrain", f"--config={setup['recipe']}", f"--model_dir={model_dir}",
-                                 "--strategy=multi_worker", "--peak_tflops=1", env=env))
-    outputs = []
+        with open(os.path.join(log_dir, f"worker_{index}.log"), "w") as log:
+            workers.append(start_cli("pretrain", f"--config={recipe}", f"--model_dir={model_dir}",
+                                     "--strategy=multi_worker", "--peak_tflops=1", *extra, env=env, output=log))
+    return workers
+
+
+def wait_for(workers, log_dir, timeout=300):
+    """Waits for both workers to exit (killing them after `timeout` s); returns their output."""
     try:
         for worker in workers:
-            outputs.append(worker.communicate(timeout=240))
+            worker.wait(timeout=timeout)
     finally:
         for worker in workers:
             if worker.poll() is None:
                 worker.kill()
-    for worker, (_, stderr) in zip(workers, outputs):
+    return [open(os.path.join(log_dir, f"worker_{index}.log")).read() for index in range(len(workers))]
+
+
+@pytest.mark.slow
+def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
+    model_dir = str(setup["root"] / "multi_worker")
+    workers = start_workers(setup["recipe"], model_dir, tmp_path)
+    stderrs = wait_for(workers, tmp_path, timeout=240)
+    for worker, stderr in zip(workers, stderrs):
         assert worker.returncode == 0, stderr[-3000:]
     assert ("Input: 2 pipeline(s), one per host, over 2 worker process(es); this worker's: pipeline 1 on "
-            "/job:worker/replica:0/task:1/device:CPU:0 (replica(s) 1)") in outputs[1][1]
+            "/job:worker/replica:0/task:1/device:CPU:0 (replica(s) 1)") in stderrs[1]
     # Each worker keeps its own checkpoints (its own input iterator): the chief in model_dir.
     assert os.path.exists(os.path.join(model_dir, "ckpt-12.index"))
     assert os.path.exists(os.path.join(model_dir, "workers", "worker_1", "ckpt-12.index"))
@@ -242,3 +257,64 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
     assert {"iterator_host_0/.ATTRIBUTES/ITERATOR_STATE", "iterator_host_1/.ATTRIBUTES/ITERATOR_STATE"} <= keys
     assert not any(key.startswith("iterator/") for key in keys)
     assert_same_weights(model_dir, setup["reference"])
+
+
+@pytest.mark.slow
+def test_sigterm_to_one_of_two_workers_stops_both_at_one_step_and_resumes_exactly(setup, tmp_path):
+    """iterations_per_loop=1000 and no checkpoint before the end, as in the paper recipes: SIGTERM to worker 1
+    mid-loop stops both workers within seconds (their loop calls are sized to max_seconds_per_loop, and they
+    agree on the stop between calls), both exit 143 with a checkpoint of the same step, and re-running both
+    ends with the weights and logged metrics of an uninterrupted run."""
+    steps = 1000
+    recipe = yaml.safe_load(open(setup["recipe"]))
+    recipe.update(name="distributed_sigterm", num_train_steps=steps, save_checkpoints_steps=1000,
+                  iterations_per_loop=1000, max_seconds_per_loop=1.0)
+    recipe["phases"][0]["num_steps"] = steps
+    path = tmp_path / "sigterm.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    stopped, reference = str(tmp_path / "stopped"), str(tmp_path / "uninterrupted")
+    logs = [tmp_path / name for name in ("stopped_logs", "resumed_logs", "reference_logs")]
+    for log in logs:
+        log.mkdir()
+
+    workers = start_workers(path, stopped, logs[0])
+    deadline = time.monotonic() + 240
+    while "the loop was traced" not in (logs[0] / "worker_0.log").read_text():
+        assert all(w.poll() is None for w in workers), (logs[0] / "worker_0.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, "training did not start in time"
+        time.sleep(0.1)
+    time.sleep(2)  # into the loop calls sized by time
+    assert all(w.poll() is None for w in workers), "the run ended before the signal: raise `steps`"
+    signalled = time.monotonic()
+    workers[1].send_signal(signal.SIGTERM)
+    stderrs = wait_for(workers, logs[0], timeout=120)
+    seconds = time.monotonic() - signalled
+    for worker, stderr in zip(workers, stderrs):
+        assert worker.returncode == 143, stderr[-3000:]
+    assert "SIGTERM received" in stderrs[1] and "SIGTERM received" not in stderrs[0]
+    saved = latest_step(stopped)
+    assert 0 < saved < steps, saved  # saved mid-loop, not at the loop's end
+    assert latest_step(os.path.join(stopped, "workers", "worker_1")) == saved
+    # Generous for a loaded 2-core machine: a loop call of ~1 s, one step, a save, and TensorFlow's exit.
+    assert seconds < 30, f"the workers took {seconds:.1f} s to stop after SIGTERM"
+    print(f"SIGTERM to worker 1: both saved step {saved} and exited 143 after {seconds:.2f} s")
+
+    resumed = wait_for(start_workers(path, stopped, logs[1]), logs[1])
+    assert all(f"(step {saved})" in stderr for stderr in resumed), resumed[0][-3000:]
+    finished = wait_for(start_workers(path, reference, logs[2]), logs[2])
+    assert all(f"step {steps}/{steps}" in stderr for stderr in resumed + finished), finished[0][-3000:]
+    for worker_dir in ("", os.path.join("workers", "worker_1")):
+        expected, got = (tf.train.load_checkpoint(tf.train.latest_checkpoint(os.path.join(d, worker_dir)))
+                         for d in (reference, stopped))
+        for name in expected.get_variable_to_shape_map():
+            if name.startswith("model/"):
+                np.testing.assert_array_equal(got.get_tensor(name), expected.get_tensor(name), err_msg=name)
+    expected_rows, rows = (read_history(os.path.join(d, "train_metrics.jsonl")) for d in (reference, stopped))
+    assert [r["step"] for r in rows] == [r["step"] for r in expected_rows] == [steps]
+    for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_accuracy", "grad_norm"):
+        np.testing.assert_allclose(rows[0][name], expected_rows[0][name], rtol=1e-6, err_msg=name)
+
+
+def latest_step(directory):
+    path = tf.train.latest_checkpoint(directory)
+    return int(path.rsplit("-", 1)[1]) if path else None

@@ -281,7 +281,8 @@ def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
 @pytest.mark.slow
 def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_path):
     """iterations_per_loop=1000 as in the paper recipes: SIGTERM during the second loop stops the run after the
-    current step (not at the loop's end), with a checkpoint, within 10 s; the resumed run ends bit-identical."""
+    current step (not at the loop's end), with a checkpoint, within 10 s; the resumed run ends bit-identical and
+    logs the rows of an uninterrupted run."""
     recipe = {
         "name": "cli_sigterm",
         "model": tiny_model_section(num_hidden_layers=1, max_position_embeddings=16),
@@ -323,3 +324,9 @@ def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_pat
     expected, got = weights(reference), weights(stopped)
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
+    # The log too: the row of the span the signal cut (steps 1000-2000) covers the steps before and after it.
+    expected_rows, rows = (read_history(os.path.join(d, "train_metrics.jsonl")) for d in (reference, stopped))
+    assert [r["step"] for r in rows] == [r["step"] for r in expected_rows] == [1000, 2000]
+    for row, expected_row in zip(rows, expected_rows):
+        for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_accuracy", "grad_norm"):
+            np.testing.assert_allclose(row[name], expected_row[name], rtol=1e-6, err_msg=name)

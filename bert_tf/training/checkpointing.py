@@ -1,4 +1,5 @@
-"""The training state on disk: model, optimizer, step, phase, input iterator and dropout RNG, in `--model_dir`.
+"""The training state on disk: model, optimizer, step, phase, input iterator, dropout RNG and the metrics of the
+log row under way, in `--model_dir`.
 
 `tf.train.CheckpointManager` writes `ckpt-N.*` and then replaces the `checkpoint` state file, so a run killed
 while saving leaves the previous checkpoint as the latest (checked in the tests). The model is stored under the
@@ -53,20 +54,23 @@ class TrainingCheckpoint:
         phase: an int64 `tf.Variable` holding the index of the phase being trained.
         iterators: the phase's input iterators, one per host of `hosts` (plain `iter(dataset)`s).
         hosts: this worker's `InputHost`s.
+        metric_window: the `MetricWindow.sums` variable of the log row under way.
         max_to_keep: checkpoints kept (the original Estimator kept 5).
 
     Example:
-    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, phase, iterators, layout.hosts)  # doctest: +SKIP
+    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, phase, iterators, layout.hosts,
+    ...                           window.sums)  # doctest: +SKIP
     >>> ckpt.save(1000)  # doctest: +SKIP
     '.../ckpt-1000'
     """
 
-    def __init__(self, directory, model, optimizer, phase, iterators, hosts, max_to_keep=5):
+    def __init__(self, directory, model, optimizer, phase, iterators, hosts, metric_window, max_to_keep=5):
         self.optimizer, self.phase = optimizer, phase
         # Dropout draws from Keras seed-generator states, which the model's checkpoint does not hold.
         rng = {f"generator_{i}": v for i, v in enumerate(
             v for v in model.non_trainable_variables if "seed_generator" in v.path)}
-        self.state = dict(model=model, optimizer=optimizer, phase=phase, dropout_rng=rng)
+        self.state = dict(model=model, optimizer=optimizer, phase=phase, dropout_rng=rng,
+                          metric_window=metric_window)
         self.iterators = iterator_keys(iterators, hosts)
         self.checkpoint = tf.train.Checkpoint(**self.state, **self.iterators)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep,
@@ -83,7 +87,10 @@ class TrainingCheckpoint:
         # Two restores, because a restore that spans several tasks (the iterators of a pod's hosts) runs in a
         # tf.function, where Keras variables refuse the restored tensors of unknown shape; the model, optimizer
         # and RNG are all read from the first task's devices.
-        tf.train.Checkpoint(**self.state).restore(path).expect_partial().assert_existing_objects_matched()
+        saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+        # Checkpoints written before the metric window existed lack it: the window then starts empty.
+        state = {name: value for name, value in self.state.items() if name != "metric_window" or name in saved}
+        tf.train.Checkpoint(**state).restore(path).expect_partial().assert_existing_objects_matched()
         if with_iterator:
             # The iterators of other hosts are restored asynchronously: the scope's exit waits for them.
             with tf.experimental.async_scope():

@@ -4,6 +4,13 @@ In the manner of Orbit's `Controller`: the trainer owns the compiled loop (`Trai
 decides how many steps each call runs and what happens between calls: `write_summaries`, `save_checkpoint`,
 `preemption_requested`, `evaluate`. The global step is the optimizer's update count (`Trainer.step`), read once
 per loop.
+
+A row of the training log covers a fixed span of steps: up to the next multiple of `iterations_per_loop`, the
+next checkpoint or the phase's end. With one worker process a span is one loop call, which stops within a step
+on SIGTERM (the trainer reads its stop flag each step). With several workers every worker must run the same steps
+(each step is a collective), so a worker's flag cannot end its loop on its own: calls are then cut to about
+`max_seconds_per_loop` at the measured pace, and between calls one small all-reduce tells every worker whether
+SIGTERM reached any of them and how many steps the next call runs. See docs/accelerators.md, "Preemption".
 """
 
 import os
@@ -13,7 +20,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import NonFiniteLossError
-from bert_tf.training.strategy import any_worker
+from bert_tf.training.metric_window import MetricWindow
+from bert_tf.training.strategy import sum_over_workers
 
 
 class Controller:
@@ -26,16 +34,20 @@ class Controller:
         save_checkpoints_steps, iterations_per_loop: the recipe's.
         peak: the `peak_flops.Peak` the MFU divides by (None leaves the MFU out).
         evaluator: a callable `() -> dict` of eval metrics (see `evaluation.StrategyEvaluator`), or None.
+        max_seconds_per_loop: with several workers, the time a loop call is sized to (None: no bound).
+
+    Attributes:
+        window: the `MetricWindow` of the current log row's span (the checkpoint saves it).
 
     Example:
     >>> controller = Controller(trainer, log, preemption, save_checkpoints_steps=1000,
-    ...                         iterations_per_loop=1000)  # doctest: +SKIP
+    ...                         iterations_per_loop=1000, max_seconds_per_loop=5.0)  # doctest: +SKIP
     >>> controller.train_phase(phase, iterator, checkpoint, end=900_000, flops_per_step=5.7e14)  # doctest: +SKIP
     False
     """
 
     def __init__(self, trainer, log, preemption, save_checkpoints_steps, iterations_per_loop, peak=None,
-                 evaluator=None):
+                 evaluator=None, max_seconds_per_loop=None):
         self.trainer = trainer
         self.log = log
         self.preemption = preemption
@@ -43,24 +55,31 @@ class Controller:
         self.iterations_per_loop = iterations_per_loop
         self.peak = peak
         self.evaluator = evaluator
+        self.max_seconds_per_loop = max_seconds_per_loop
+        self.window = MetricWindow(trainer.metric_names)
         self.last_metrics = {}
 
     def train_phase(self, phase, iterator, checkpoint, end, flops_per_step, global_batch):
         """Trains `phase` until the global step reaches `end`; returns True when it stopped on SIGTERM (after
         saving). Raises `NonFiniteLossError` on a non-finite step, without saving."""
         step = self.trainer.step
+        seconds_per_step = None  # a phase's first call traces the loop for its shapes: it runs one step
         while step < end:
             next_save = (step // self.save_checkpoints_steps + 1) * self.save_checkpoints_steps
-            num_steps = min(self.iterations_per_loop, end - step, next_save - step)
+            window_end = min((step // self.iterations_per_loop + 1) * self.iterations_per_loop, next_save, end)
             started = time.perf_counter()
-            result = self.trainer.train(iterator, num_steps)
+            result = self.trainer.train(iterator, self.loop_steps(window_end - step, seconds_per_step))
             seconds = time.perf_counter() - started
             if result.bad_step is not None:
                 raise NonFiniteLossError(self._non_finite_message(result, phase, checkpoint.manager.directory))
+            if seconds_per_step is None:
+                logging.info("Phase %s: the loop was traced and ran its first %d step(s) in %.1f s.", phase.name,
+                             result.steps, seconds)
             step = self.trainer.step
-            if result.steps:
-                self.write_summaries(step, phase, result, seconds, global_batch, flops_per_step)
-            preempted = self.preemption_requested()
+            self.window.add(result, seconds)
+            preempted, seconds_per_step = self.agree(seconds / max(result.steps, 1))
+            if step >= window_end:
+                self.write_summaries(step, phase, *self.window.close(), global_batch, flops_per_step)
             if step >= next_save or step >= end or preempted:
                 self.save_checkpoint(checkpoint, step)
             if preempted:
@@ -68,6 +87,24 @@ class Controller:
                                 step)
                 return True
         return False
+
+    def loop_steps(self, remaining, seconds_per_step):
+        """Steps for the next loop call: the `remaining` steps of the span, or, when the loop cannot stop on its
+        own (several workers), as many as fit in `max_seconds_per_loop` at `seconds_per_step` (at least one)."""
+        if self.trainer.reads_stop_flag or not self.max_seconds_per_loop:
+            return remaining
+        if seconds_per_step is None:
+            return 1
+        return max(1, min(remaining, int(self.max_seconds_per_loop / seconds_per_step)))
+
+    def agree(self, seconds_per_step):
+        """(whether SIGTERM reached any worker, the chief's `seconds_per_step`): one all-reduce between loop calls,
+        so that all workers stop at the same step and size their next call alike."""
+        layout = self.trainer.layout
+        requested, chief_pace = sum_over_workers(
+            self.trainer.strategy, layout,
+            [float(self.preemption_requested()), seconds_per_step if layout.is_chief else 0.0])
+        return bool(requested), float(chief_pace)
 
     def write_summaries(self, step, phase, result, seconds, global_batch, flops_per_step):
         self.last_metrics = self.log.record(step, phase.name, result.means, result.steps, seconds,
@@ -78,8 +115,8 @@ class Controller:
         return checkpoint.save(step)
 
     def preemption_requested(self):
-        """Whether SIGTERM arrived on any worker (all workers then stop at the same step)."""
-        return any_worker(self.trainer.strategy, self.trainer.layout, self.preemption.requested())
+        """Whether SIGTERM reached this worker (`agree` tells every worker whether it reached any)."""
+        return self.preemption.requested()
 
     def evaluate(self):
         """Runs the evaluator and records its metrics at the current step; None without an evaluator."""

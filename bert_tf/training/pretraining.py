@@ -129,7 +129,8 @@ class PretrainingRun:
             self.controller = Controller(
                 self.trainer, self.log, preemption, self.recipe.save_checkpoints_steps,
                 self.recipe.iterations_per_loop, self._peak(),
-                evaluator=self._evaluate if self.recipe.eval.input_file else None)
+                evaluator=self._evaluate if self.recipe.eval.input_file else None,
+                max_seconds_per_loop=self.recipe.max_seconds_per_loop)
             preempted = self.train()
         return self.finish(preempted)
 
@@ -184,7 +185,8 @@ class PretrainingRun:
                 input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None,
                 shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=self.masker))
             checkpoint = TrainingCheckpoint(self.ckpt_dir, self.model, self.optimizer, self.phase_var, iterators,
-                                            layout.hosts, recipe.keep_checkpoint_max)
+                                            layout.hosts, self.controller.window.sums,
+                                            recipe.keep_checkpoint_max)
             if not self.restored:
                 checkpoint.restore(self.position[0], with_iterator=self.position[2] == index)
                 self.restored = True

@@ -221,6 +221,7 @@ class Recipe(_Section):
     save_checkpoints_steps: int = 1000
     keep_checkpoint_max: int = 5
     iterations_per_loop: int = 1000
+    max_seconds_per_loop: float = 5.0
     max_micro_batch_size: Optional[int] = None
     mixed_precision: str = "float32"
     jit_compile: bool = False
@@ -241,6 +242,8 @@ class Recipe(_Section):
                 ("save_checkpoints_steps", self.save_checkpoints_steps > 0, positive),
                 ("keep_checkpoint_max", self.keep_checkpoint_max > 0, positive),
                 ("iterations_per_loop", self.iterations_per_loop > 0, positive),
+                ("max_seconds_per_loop", self.max_seconds_per_loop > 0,
+                 "must be a positive number of seconds (a loop call's length with several workers)"),
                 ("shuffle_buffer", self.shuffle_buffer > 0, positive),
                 ("seed", self.seed >= 0, "must be a non-negative integer"),
                 ("max_micro_batch_size", self.max_micro_batch_size is None or self.max_micro_batch_size > 0,

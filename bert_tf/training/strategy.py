@@ -9,6 +9,7 @@ resumed run reads on from the exact record where the checkpoint was taken.
 
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -185,30 +186,34 @@ def _slice(value, index, parts):
     return value[index * size:(index + 1) * size]
 
 
+def sum_over_workers(strategy, layout, values):
+    """The element-wise sum over worker processes of `values` (a list of floats each worker gives once), as a
+    float64 numpy array every worker receives: one small all-reduce. With one worker, `values` as they are.
+
+    >>> sum_over_workers(tf.distribute.get_strategy(), worker_layout(tf.distribute.get_strategy()), [1.0, 2.5])
+    array([1. , 2.5])
+    """
+    if layout.num_workers == 1:
+        return np.asarray(values, np.float64)
+
+    # Only the first replica of each worker contributes, so a worker counts once whatever its replica count.
+    def first_local_replica_only(ctx):
+        counted = ctx.replica_id_in_sync_group % layout.local_replicas == 0
+        return tf.constant(values if counted else [0.0] * len(values), tf.float64)
+
+    return strategy.reduce(tf.distribute.ReduceOp.SUM,
+                           strategy.experimental_distribute_values_from_function(first_local_replica_only),
+                           axis=None).numpy()
+
+
 def check_same_on_all_workers(strategy, layout, name, value):
     """Raises unless the integer `value` is the same on every worker (e.g. the step each one restored)."""
     if layout.num_workers == 1:
         return
     # Only SUM and MEAN exist as cross-replica reductions: the values are all equal exactly when
     # n * sum(v^2) == sum(v)^2, and every worker computes the same two sums, so all reach the same verdict.
-    def first_local_replica_only(ctx):
-        counted = ctx.replica_id_in_sync_group % layout.local_replicas == 0
-        return tf.constant([float(value), float(value) ** 2] if counted else [0.0, 0.0], tf.float64)
-
-    sums = strategy.reduce(tf.distribute.ReduceOp.SUM,
-                           strategy.experimental_distribute_values_from_function(first_local_replica_only), axis=None)
-    total, squares = sums.numpy()
+    total, squares = sum_over_workers(strategy, layout, [float(value), float(value) ** 2])
     if layout.num_workers * squares != total ** 2:
         raise ValueError(f"The workers disagree on the {name} (this worker: {value}, mean over workers: "
                          f"{total / layout.num_workers:g}). Each worker resumes from its own checkpoints "
                          f"(model_dir/workers/worker_i): restore the same cluster, or start a new --model_dir.")
-
-
-def any_worker(strategy, layout, flag):
-    """True on every worker when `flag` (a Python bool) is True on any of them; used so that all workers stop at
-    the same step, e.g. when only one of them received SIGTERM."""
-    if layout.num_workers == 1:
-        return bool(flag)
-    value = strategy.experimental_distribute_values_from_function(
-        lambda ctx: tf.constant(1.0 if flag else 0.0))
-    return bool(strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None).numpy() > 0)

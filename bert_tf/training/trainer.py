@@ -48,8 +48,9 @@ class Trainer:
     metrics to one packed replica-local accumulator, read (reduced) once when the loop ends. A step whose averaged
     loss or gradients are not finite is not applied, nor is any later step of that loop; the accumulator records
     where it happened. The loop stops early, after a whole step, when `stop_requested` turns true (set from a
-    signal handler's thread while the loop runs); with several workers the flag is read between loops instead,
-    so that every worker runs the same number of steps.
+    signal handler's thread while the loop runs), when `reads_stop_flag`: with several worker processes each
+    step is a collective that all of them must enter, so a flag set on one worker must not end its loop alone;
+    the `Controller` then bounds each call by time and agrees on the stop between calls.
 
     Args:
         strategy: the `tf.distribute.Strategy` the model and optimizer were created under.
@@ -91,6 +92,11 @@ class Trainer:
             lambda step: tuple(next(iterator) for iterator in _per_host(iterators)), num_steps))
 
     @property
+    def reads_stop_flag(self):
+        """Whether the loop reads `stop_requested` before each step: when one process drives every replica."""
+        return self.layout.num_workers == 1
+
+    @property
     def step(self):
         """The global step: the optimizer's update count, the run's one step counter (read on the host)."""
         return int(self.optimizer.iterations.numpy())
@@ -128,7 +134,7 @@ class Trainer:
         only, so the whole loop also compiles with XLA when the batches are given as a tensor (see the tests).
         Returns the steps run and the accumulator summed over replicas (the loop's one reduction)."""
         self.strategy.run(lambda: self._totals.assign(tf.zeros_like(self._totals)))
-        read_stop = self.layout.num_workers == 1
+        read_stop = self.reads_stop_flag
         steps = tf.constant(0)
         # The condition reads only the counter and the stop flag, never a replica's output, so issuing step
         # i + 1 never waits for step i's numbers.
