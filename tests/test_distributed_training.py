@@ -312,7 +312,7 @@ def test_sigterm_to_one_of_two_workers_stops_both_at_one_step_and_resumes_exactl
     expected_rows, rows = (read_history(os.path.join(d, "train_metrics.jsonl")) for d in (reference, stopped))
     assert [r["step"] for r in rows] == [r["step"] for r in expected_rows] == [steps]
     for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_accuracy", "grad_norm"):
-        np.testing.assert_allclose(rows[0][name], expected_rows[0][name], rtol=1e-6, err_msg=name)
+        np.testing.assert_allclose(rows[0][name], expected_rows[0][name], rtol=1e-5, err_msg=name)
 
 
 def latest_step(directory):

@@ -324,9 +324,10 @@ def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_pat
     expected, got = weights(reference), weights(stopped)
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
-    # The log too: the row of the span the signal cut (steps 1000-2000) covers the steps before and after it.
+    # The log too: the row of the span the signal cut (steps 1000-2000) covers the steps before and after it
+    # (to float32 rounding: the loop sums a span's metrics in float32, in two calls here and one there).
     expected_rows, rows = (read_history(os.path.join(d, "train_metrics.jsonl")) for d in (reference, stopped))
     assert [r["step"] for r in rows] == [r["step"] for r in expected_rows] == [1000, 2000]
     for row, expected_row in zip(rows, expected_rows):
         for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_accuracy", "grad_norm"):
-            np.testing.assert_allclose(row[name], expected_row[name], rtol=1e-6, err_msg=name)
+            np.testing.assert_allclose(row[name], expected_row[name], rtol=1e-5, err_msg=name)
