@@ -69,10 +69,10 @@ class TrainingCheckpoint:
         # Dropout draws from Keras seed-generator states, which the model's checkpoint does not hold.
         rng = {f"generator_{i}": v for i, v in enumerate(
             v for v in model.non_trainable_variables if "seed_generator" in v.path)}
-        self.state = dict(model=model, optimizer=optimizer, phase=phase, dropout_rng=rng,
-                          metric_window=metric_window)
+        self.state = dict(model=model, optimizer=optimizer, phase=phase, dropout_rng=rng)
+        self.metric_window = metric_window
         self.iterators = iterator_keys(iterators, hosts)
-        self.checkpoint = tf.train.Checkpoint(**self.state, **self.iterators)
+        self.checkpoint = tf.train.Checkpoint(**self.state, metric_window=metric_window, **self.iterators)
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep,
                                                   checkpoint_name=CHECKPOINT_NAME)
 
@@ -84,13 +84,14 @@ class TrainingCheckpoint:
     def restore(self, path, with_iterator):
         """Restores everything from `path`; the iterator only when it was saved in this same phase (a checkpoint
         taken at the end of the previous phase holds that phase's iterator)."""
-        # Two restores, because a restore that spans several tasks (the iterators of a pod's hosts) runs in a
+        # Separate restores, because a restore that spans several tasks (the iterators of a pod's hosts) runs in a
         # tf.function, where Keras variables refuse the restored tensors of unknown shape; the model, optimizer
         # and RNG are all read from the first task's devices.
-        saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
-        # Checkpoints written before the metric window existed lack it: the window then starts empty.
-        state = {name: value for name, value in self.state.items() if name != "metric_window" or name in saved}
-        tf.train.Checkpoint(**state).restore(path).expect_partial().assert_existing_objects_matched()
+        tf.train.Checkpoint(**self.state).restore(path).expect_partial().assert_existing_objects_matched()
+        # A host variable, restored on its own; checkpoints written before it existed lack it (it stays empty).
+        if any(name.startswith("metric_window/") for name, _ in tf.train.list_variables(path)):
+            tf.train.Checkpoint(metric_window=self.metric_window).restore(path).expect_partial() \
+                .assert_existing_objects_matched()
         if with_iterator:
             # The iterators of other hosts are restored asynchronously: the scope's exit waits for them.
             with tf.experimental.async_scope():
