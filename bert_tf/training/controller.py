@@ -2,7 +2,7 @@
 
 In the manner of Orbit's `Controller`: the trainer owns the compiled loop (`Trainer.train`), and the controller
 decides how many steps each call runs and what happens between calls: `write_summaries`, `save_checkpoint`,
-`preemption_requested`, `evaluate`. The global step is the optimizer's update count (`Trainer.step`), read once
+`preemption_requested`, `checkpoint_requested`, `evaluate`. The global step is the optimizer's update count (`Trainer.step`), read once
 per loop.
 
 A row of the training log covers a fixed span of steps: up to the next multiple of `iterations_per_loop`, the
@@ -10,7 +10,9 @@ next checkpoint or the phase's end. With one worker process a span is one loop c
 on SIGTERM (the trainer reads its stop flag each step). With several workers every worker must run the same steps
 (each step is a collective), so a worker's flag cannot end its loop on its own: calls are then cut to about
 `max_seconds_per_loop` at the measured pace, and between calls one small all-reduce tells every worker whether
-SIGTERM reached any of them and how many steps the next call runs. See docs/accelerators.md, "Preemption".
+SIGTERM reached any of them and how many steps the next call runs. A maintenance notice (Google Cloud GPU VMs)
+asks for a checkpoint at the next call's end instead, agreed the same way. See docs/accelerators.md,
+"Preemption".
 """
 
 import os
@@ -35,6 +37,7 @@ class Controller:
         peak: the `peak_flops.Peak` the MFU divides by (None leaves the MFU out).
         evaluator: a callable `() -> dict` of eval metrics (see `evaluation.StrategyEvaluator`), or None.
         max_seconds_per_loop: with several workers, the time a loop call is sized to (None: no bound).
+        maintenance: a `MaintenanceWatcher` whose notices ask for a checkpoint, or None.
 
     Attributes:
         window: the `MetricWindow` of the current log row's span (the checkpoint saves it).
@@ -47,7 +50,7 @@ class Controller:
     """
 
     def __init__(self, trainer, log, preemption, save_checkpoints_steps, iterations_per_loop, peak=None,
-                 evaluator=None, max_seconds_per_loop=None):
+                 evaluator=None, max_seconds_per_loop=None, maintenance=None):
         self.trainer = trainer
         self.log = log
         self.preemption = preemption
@@ -56,6 +59,7 @@ class Controller:
         self.peak = peak
         self.evaluator = evaluator
         self.max_seconds_per_loop = max_seconds_per_loop
+        self.maintenance = maintenance
         self.window = MetricWindow(trainer.metric_names)
         self.last_metrics = {}
 
@@ -77,10 +81,10 @@ class Controller:
                              result.steps, seconds)
             step = self.trainer.step
             self.window.add(result, seconds)
-            preempted, seconds_per_step = self.agree(seconds / max(result.steps, 1))
+            preempted, save_now, seconds_per_step = self.agree(seconds / max(result.steps, 1))
             if step >= window_end:
                 self.write_summaries(step, phase, *self.window.close(), global_batch, flops_per_step)
-            if step >= next_save or step >= end or preempted:
+            if step >= next_save or step >= end or preempted or save_now:
                 self.save_checkpoint(checkpoint, step)
             if preempted:
                 logging.warning("Stopped on SIGTERM at step %d after saving; re-run the same command to resume.",
@@ -98,13 +102,14 @@ class Controller:
         return max(1, min(remaining, int(self.max_seconds_per_loop / seconds_per_step)))
 
     def agree(self, seconds_per_step):
-        """(whether SIGTERM reached any worker, the chief's `seconds_per_step`): one all-reduce between loop calls,
-        so that all workers stop at the same step and size their next call alike."""
+        """(whether SIGTERM reached any worker, whether any asks for a checkpoint, the chief's `seconds_per_step`):
+        one all-reduce between loop calls, so that all workers stop or save at the same step and size their next
+        call alike."""
         layout = self.trainer.layout
-        requested, chief_pace = sum_over_workers(
-            self.trainer.strategy, layout,
-            [float(self.preemption_requested()), seconds_per_step if layout.is_chief else 0.0])
-        return bool(requested), float(chief_pace)
+        stop, save, chief_pace = sum_over_workers(
+            self.trainer.strategy, layout, [float(self.preemption_requested()), float(self.checkpoint_requested()),
+                                            seconds_per_step if layout.is_chief else 0.0])
+        return bool(stop), bool(save), float(chief_pace)
 
     def write_summaries(self, step, phase, result, seconds, global_batch, flops_per_step):
         self.last_metrics = self.log.record(step, phase.name, result.means, result.steps, seconds,
@@ -117,6 +122,10 @@ class Controller:
     def preemption_requested(self):
         """Whether SIGTERM reached this worker (`agree` tells every worker whether it reached any)."""
         return self.preemption.requested()
+
+    def checkpoint_requested(self):
+        """Whether a maintenance notice reached this worker since the last call."""
+        return self.maintenance is not None and self.maintenance.take()
 
     def evaluate(self):
         """Runs the evaluator and records its metrics at the current step; None without an evaluator."""

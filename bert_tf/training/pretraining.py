@@ -32,6 +32,7 @@ from bert_tf.training.flops import training_flops_per_sequence
 from bert_tf.training.input_hosts import host_iterators
 from bert_tf.training.peak_flops import run_peak
 from bert_tf.training.optimization import create_optimizer
+from bert_tf.training.maintenance_notice import MaintenanceWatcher
 from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.text.vocabulary import read_vocab_file
 from bert_tf.training.preflight import check_run_inputs
@@ -125,12 +126,12 @@ class PretrainingRun:
 
     def run(self):
         self.prepare()
-        with PreemptionWatcher(self.trainer.stop_requested) as preemption:
+        with PreemptionWatcher(self.trainer.stop_requested) as preemption, MaintenanceWatcher() as maintenance:
             self.controller = Controller(
                 self.trainer, self.log, preemption, self.recipe.save_checkpoints_steps,
                 self.recipe.iterations_per_loop, self._peak(),
                 evaluator=self._evaluate if self.recipe.eval.input_file else None,
-                max_seconds_per_loop=self.recipe.max_seconds_per_loop)
+                max_seconds_per_loop=self.recipe.max_seconds_per_loop, maintenance=maintenance)
             preempted = self.train()
         return self.finish(preempted)
 
