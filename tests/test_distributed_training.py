@@ -49,6 +49,32 @@ def setup(tmp_path_factory):
     return {"root": root, "recipe": str(path), "reference": reference}
 
 
+# Trains `recipe` stopped at step 8 (its checkpoint cannot be written: a directory stands where its index file
+# goes), then resumed from step 4's checkpoint in a new run, as a restarted job would. Source for the child scripts.
+STOP_AT_8_AND_RESUME = """
+import os
+import tensorflow as tf
+from bert_tf.training.pretraining import PretrainingRun
+
+def stop_at_8_and_resume(recipe, model_dir, strategy):
+    recipe = recipe.with_overrides(save_checkpoints_steps=4)
+    os.makedirs(os.path.join(model_dir, "ckpt-8.index"))
+    try:
+        PretrainingRun(recipe, model_dir, strategy, peak_tflops=1.0).run()
+    except Exception as e:
+        print("STOPPED", os.path.basename(tf.train.latest_checkpoint(model_dir)), type(e).__name__)
+    os.rmdir(os.path.join(model_dir, "ckpt-8.index"))
+    run = PretrainingRun(recipe, model_dir, strategy, peak_tflops=1.0)
+    print("RESUMED", run.run().step)
+    return run
+"""
+
+
+def assert_stopped_and_resumed(stdout):
+    lines = dict(line.split(" ", 1) for line in stdout.splitlines() if line.startswith(("STOPPED", "RESUMED")))
+    assert lines["STOPPED"].startswith("ckpt-4 ") and lines["RESUMED"] == "12", lines
+
+
 def assert_same_weights(model_dir, reference):
     expected = {v.path: v.numpy() for v in load_pretrainer(reference).trainable_variables}
     got = {v.path: v.numpy() for v in load_pretrainer(model_dir).trainable_variables}
@@ -76,6 +102,8 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
         strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
         result = run_pretraining(load_recipe({setup['recipe']!r}), {model_dir!r}, strategy=strategy, peak_tflops=1.0)
         print("REPLICAS", strategy.num_replicas_in_sync, "STEP", result.step)
+        exec({STOP_AT_8_AND_RESUME!r})
+        stop_at_8_and_resume(load_recipe({setup['recipe']!r}), {model_dir + '_resumed'!r}, strategy)
         # The options on two replicas: float16 with dynamic loss scaling (a merge_call path), XLA, LAMB.
         options = load_recipe({setup['recipe']!r}).with_overrides(
             num_train_steps=4, mixed_precision="mixed_float16", jit_compile=True, optimizer="lamb")
@@ -106,6 +134,8 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
     # 8 sequences = 2 replicas x 2 micro-batches x 2 sequences.
     assert "global batch 8 = 2 replica(s) x 2 micro-batch(es) x 2 sequences" in done.stderr
     assert_same_weights(model_dir, setup["reference"])
+    assert_stopped_and_resumed(done.stdout)
+    assert_same_weights(model_dir + "_resumed", setup["reference"])
 
 
 def free_ports(count):
@@ -163,14 +193,12 @@ def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
 # (tf.function + strategy.run) like any other strategy, with the cross-task all-reduce in-graph multi-worker
 # MirroredStrategy supports (ReductionToOneDevice).
 TWO_HOST_CLIENT = """
-import json, os, sys
-import numpy as np
+import json, sys
 import tensorflow as tf
 from absl import logging
 logging.set_verbosity(logging.INFO)
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.training.input_hosts import host_iterators
-from bert_tf.training.pretraining import PretrainingRun
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.strategy import worker_layout
 
@@ -179,18 +207,7 @@ tf.config.experimental_connect_to_cluster(tf.train.ClusterSpec(cluster))
 devices = [f"/job:worker/replica:0/task:{task}/device:CPU:0" for task in (0, 1)]
 with tf.Graph().as_default():
     strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.ReductionToOneDevice())
-recipe = load_recipe(recipe_path).with_overrides(save_checkpoints_steps=4)
-
-# Stopped at step 8 (its checkpoint cannot be written: a directory stands where its index file goes), then resumed
-# from step 4 in a new run, as a restarted client would.
-os.makedirs(os.path.join(model_dir, "ckpt-8.index"))
-try:
-    PretrainingRun(recipe, model_dir, strategy, peak_tflops=1.0).run()
-except Exception as e:
-    print("STOPPED", tf.train.latest_checkpoint(model_dir), type(e).__name__)
-os.rmdir(os.path.join(model_dir, "ckpt-8.index"))
-run = PretrainingRun(recipe, model_dir, strategy, peak_tflops=1.0)
-print("RESUMED", run.run().step)
+run = stop_at_8_and_resume(load_recipe(recipe_path), model_dir, strategy)
 
 layout = worker_layout(strategy)
 iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
@@ -226,7 +243,7 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
     servers = [subprocess.Popen([sys.executable, "-c", SERVER, json.dumps(cluster), str(task)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for task in (0, 1)]
     try:
-        done = subprocess.run([sys.executable, "-c", TWO_HOST_CLIENT,
+        done = subprocess.run([sys.executable, "-c", STOP_AT_8_AND_RESUME + TWO_HOST_CLIENT,
                                json.dumps([cluster, setup["recipe"], model_dir, train])],
                               cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     finally:
@@ -235,8 +252,7 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
             server.wait()
     assert done.returncode == 0, done.stderr[-3000:]
     out = {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in done.stdout.splitlines() if " " in line}
-    assert out["STOPPED"].endswith("ckpt-4 OSError") or out["STOPPED"].startswith(os.path.join(model_dir, "ckpt-4"))
-    assert out["RESUMED"] == "12"
+    assert_stopped_and_resumed(done.stdout)
     assert ("Input: 2 pipeline(s), one per host, over 1 worker process(es); this worker's: "
             "pipeline 0 on /job:worker/replica:0/task:0/device:CPU:0 (replica(s) 0); "
             "pipeline 1 on /job:worker/replica:0/task:1/device:CPU:0 (replica(s) 1)") in done.stderr
