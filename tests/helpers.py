@@ -1,5 +1,5 @@
-"""What many test files need: one tiny BertConfig and one way to run a command as a user would (to its end, or
-started and left running for a test that signals or watches it)."""
+"""What many test files need: one tiny BertConfig, one way to run a command as a user would (to its end, or
+started and left running for a test that signals or watches it), and the step a run's latest checkpoint holds."""
 
 import os
 import subprocess
@@ -64,3 +64,15 @@ def start_cli(module, *args, cwd=None, env=None, output=subprocess.PIPE):
 
 def _command(module, args):
     return [sys.executable, "-m", f"bert_tf.cli.{module}", *map(str, args)]
+
+
+def latest_step(model_dir):
+    """The step of the checkpoint the `checkpoint` state file names (what a resumed run restores), or None.
+
+    Example:
+    >>> latest_step("no/such/model_dir") is None
+    True
+    """
+    import tensorflow as tf
+    latest = tf.train.latest_checkpoint(model_dir)
+    return int(latest.rsplit("-", 1)[1]) if latest else None

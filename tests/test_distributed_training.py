@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from helpers import REPO, start_cli, tiny_model_section
+from helpers import REPO, latest_step, start_cli, tiny_model_section
 
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.pretraining import run_pretraining
@@ -330,7 +330,3 @@ def test_sigterm_to_one_of_two_workers_stops_both_at_one_step_and_resumes_exactl
     for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_accuracy", "grad_norm"):
         np.testing.assert_allclose(rows[0][name], expected_rows[0][name], rtol=1e-5, err_msg=name)
 
-
-def latest_step(directory):
-    path = tf.train.latest_checkpoint(directory)
-    return int(path.rsplit("-", 1)[1]) if path else None

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from helpers import REPO, run_cli, start_cli, tiny_model_section
+from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
 
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
@@ -223,12 +223,6 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
     assert got["seed"] == 99
     # Without overrides the recipe is the file's, field for field (after unparsing the first argv).
     assert untouched == json.loads(json.dumps(load_recipe(recipe).to_dict()))
-
-
-def latest_step(model_dir):
-    """The step of the checkpoint the `checkpoint` state file names (what a resumed run restores), or None."""
-    latest = tf.train.latest_checkpoint(model_dir)
-    return int(latest.rsplit("-", 1)[1]) if latest else None
 
 
 def run_until_checkpoint(args, model_dir, step, sig):
