@@ -193,7 +193,7 @@ def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
 # (tf.function + strategy.run) like any other strategy, with the cross-task all-reduce in-graph multi-worker
 # MirroredStrategy supports (ReductionToOneDevice).
 TWO_HOST_CLIENT = """
-import json, sys
+import json, os, sys
 import tensorflow as tf
 from absl import logging
 logging.set_verbosity(logging.INFO)
@@ -219,6 +219,19 @@ print("GET_NEXT", json.dumps(sorted([s.decode() for s in node.attr["_class"].lis
                                     for function in loop.graph.as_graph_def().library.function
                                     for node in function.node_def if node.op == "IteratorGetNext")))
 print("FIRST_BATCHES", json.dumps([next(iterator)["input_word_ids"].numpy().tolist() for iterator in iterators]))
+
+# Dynamic masking on the hosts: the masked pipelines resume exactly from their iterators' checkpoint too.
+from bert_tf.inputs.dynamic_masking import DynamicMasker
+from bert_tf.training.checkpointing import iterator_keys
+masker = DynamicMasker(load_recipe(recipe_path).vocab_file, 0.15, True)
+masked = host_iterators(layout.hosts, lambda host: pretraining_dataset(
+    train, 16, 4, 4, input_context=layout.input_context(host), seed=1, masker=masker))
+checkpoint = tf.train.Checkpoint(**iterator_keys(masked, layout.hosts))
+path = checkpoint.save(os.path.join(model_dir, "masked", "ckpt"))
+after = [next(iterator)["masked_lm_positions"].numpy().tolist() for iterator in masked]
+with tf.experimental.async_scope():
+    checkpoint.restore(path)
+print("MASKED", json.dumps([after, [next(iterator)["masked_lm_positions"].numpy().tolist() for iterator in masked]]))
 """
 
 SERVER = """
@@ -268,6 +281,8 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
     assert len(first) == 2 and all(len(batch) == 4 for batch in first)
     np.testing.assert_array_equal(np.array(first[0]), whole.numpy()[0::2])
     np.testing.assert_array_equal(np.array(first[1]), whole.numpy()[1::2])
+    after_save, after_restore = json.loads(out["MASKED"])
+    assert after_save == after_restore and after_save[0] != after_save[1]
     # The checkpoint holds both hosts' iterators, under names that say whose.
     keys = {name for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(model_dir))}
     assert {"iterator_host_0/.ATTRIBUTES/ITERATOR_STATE", "iterator_host_1/.ATTRIBUTES/ITERATOR_STATE"} <= keys

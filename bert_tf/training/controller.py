@@ -45,7 +45,7 @@ class Controller:
     Example:
     >>> controller = Controller(trainer, log, preemption, save_checkpoints_steps=1000,
     ...                         iterations_per_loop=1000, max_seconds_per_loop=5.0)  # doctest: +SKIP
-    >>> controller.train_phase(phase, iterator, checkpoint, end=900_000, flops_per_step=5.7e14)  # doctest: +SKIP
+    >>> controller.train_phase(phase, iterators, checkpoint, end=900_000, flops_per_step=5.7e14)  # doctest: +SKIP
     False
     """
 
@@ -63,16 +63,17 @@ class Controller:
         self.window = MetricWindow(trainer.metric_names)
         self.last_metrics = {}
 
-    def train_phase(self, phase, iterator, checkpoint, end, flops_per_step, global_batch):
-        """Trains `phase` until the global step reaches `end`; returns True when it stopped on SIGTERM (after
-        saving). Raises `NonFiniteLossError` on a non-finite step, without saving."""
+    def train_phase(self, phase, iterators, checkpoint, end, flops_per_step, global_batch):
+        """Trains `phase` from `iterators` (one per input host of the trainer's layout) until the global step reaches
+        `end`; returns True when it stopped on SIGTERM (after saving). Raises `NonFiniteLossError` on a non-finite
+        step, without saving."""
         step = self.trainer.step
         seconds_per_step = None  # a phase's first call traces the loop for its shapes: it runs one step
         while step < end:
             next_save = (step // self.save_checkpoints_steps + 1) * self.save_checkpoints_steps
             window_end = min((step // self.iterations_per_loop + 1) * self.iterations_per_loop, next_save, end)
             started = time.perf_counter()
-            result = self.trainer.train(iterator, self.loop_steps(window_end - step, seconds_per_step))
+            result = self.trainer.train(iterators, self.loop_steps(window_end - step, seconds_per_step))
             seconds = time.perf_counter() - started
             if result.bad_step is not None:
                 raise NonFiniteLossError(self._non_finite_message(result, phase, checkpoint.manager.directory))
