@@ -133,6 +133,9 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
     np.testing.assert_allclose(float(probes["True"]), -0.2 / (0.004 ** 0.5 + 1e3), rtol=1e-5)
     # 8 sequences = 2 replicas x 2 micro-batches x 2 sequences.
     assert "global batch 8 = 2 replica(s) x 2 micro-batch(es) x 2 sequences" in done.stderr
+    # Two replicas on one machine: one host, one pipeline.
+    assert ("Input: 1 pipeline(s), one per host, over 1 worker process(es); this worker's: pipeline 0 on "
+            "/job:localhost/replica:0/task:0/device:CPU:0 (replica(s) 0-1).") in done.stderr
     assert_same_weights(model_dir, setup["reference"])
     assert_stopped_and_resumed(done.stdout)
     assert_same_weights(model_dir + "_resumed", setup["reference"])
