@@ -21,7 +21,7 @@ demo: $(STAMP)
 
 # The whole suite; tests marked `slow` run too unless SKIP_SLOW=1.
 test: $(STAMP)
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests $(if $(SKIP_SLOW),-m "not slow",)
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 tests $(if $(SKIP_SLOW),-m "not slow",)
 
 clean:
 	rm -rf $(VENV) demo_output build *.egg-info
