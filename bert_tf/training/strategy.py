@@ -2,9 +2,10 @@
 
 The input is one plain `iter(dataset)` per host, the machine its replicas live on (`input_hosts`: one for a local
 MirroredStrategy, one per worker process under MultiWorkerMirroredStrategy, one per TPU host of a pod under
-TPUStrategy, where one process drives them all), and each replica takes its slice of its own host's batch through `strategy.experimental_distribute_values_from_function`. `tf.train.Checkpoint` cannot
-save the iterator of `strategy.experimental_distribute_dataset` (tensorflow#56372); plain iterators it can, so a
-resumed run reads on from the exact record where the checkpoint was taken.
+TPUStrategy, where one process drives them all), and each replica takes its slice of its own host's batch
+through `strategy.experimental_distribute_values_from_function`. `tf.train.Checkpoint` cannot save the iterator
+of `strategy.experimental_distribute_dataset` (tensorflow#56372); plain iterators it can, so a resumed run reads
+on from the exact record where the checkpoint was taken.
 """
 
 import dataclasses

@@ -107,7 +107,7 @@ class Trainer:
         `iterators`: one input iterator per host of `layout.hosts` (a tuple), or the one iterator of a single host.
         """
         start = self.step
-        steps, totals = self.train_loop(_per_host(iterators), tf.constant(num_steps))
+        steps, totals = self.train_loop(iterators, tf.constant(num_steps))
         return self.loop_result(start, int(steps.numpy()), totals.numpy())
 
     def loop_result(self, start_step, steps, totals):
@@ -130,9 +130,9 @@ class Trainer:
 
     def run_steps(self, next_batch, num_steps):
         """The loop body of `train_loop`, with the batch source as a function of the step index (returning one
-        batch per host): TensorFlow ops
-        only, so the whole loop also compiles with XLA when the batches are given as a tensor (see the tests).
-        Returns the steps run and the accumulator summed over replicas (the loop's one reduction)."""
+        batch per host): TensorFlow ops only, so the whole loop also compiles with XLA when the batches are given
+        as a tensor (see the tests). Returns the steps run and the accumulator summed over replicas (the loop's
+        one reduction)."""
         self.strategy.run(lambda: self._totals.assign(tf.zeros_like(self._totals)))
         read_stop = self.reads_stop_flag
         steps = tf.constant(0)
