@@ -56,7 +56,7 @@ from absl import logging  # noqa: E402
 
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
-from bert_tf.demo_data import HELD_OUT_EVERY, DemoData  # noqa: E402
+from bert_tf.demo_data import DUPE_FACTOR, HELD_OUT_EVERY, RANDOM_SEED, VOCAB_SIZE, DemoData  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 from bert_tf.text.vocabulary import read_vocab_file  # noqa: E402
 from bert_tf.training.controller import Controller  # noqa: E402
@@ -319,9 +319,10 @@ def main():
     parser.add_argument("--max_minutes", type=float, default=10.0, help="training-time cap per side")
     parser.add_argument("--sides", default="ours,keras-hub", help="ours, keras-hub or both (comma-separated)")
     parser.add_argument("--eval_every", type=int, default=100, help="steps between held-out evaluations")
-    parser.add_argument("--vocab_size", type=int, default=8000, help="bert-vocab's target (~4,300 tokens result)")
-    parser.add_argument("--dupe_factor", type=int, default=5, help="static maskings of the training chapters")
-    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--vocab_size", type=int, default=VOCAB_SIZE, help="bert-vocab's target (~4,300 tokens result)")
+    parser.add_argument("--dupe_factor", type=int, default=DUPE_FACTOR, help="static maskings of the training chapters")
+    parser.add_argument("--seed", type=int, default=RANDOM_SEED,
+                        help="the records' --random_seed, and keras-hub's data order and initialisation")
     parser.add_argument("--work_dir", help="where data and models go, kept and reused (default: a temporary "
                         "directory)")
     parser.add_argument("--plot", default="time_to_quality.png", help="the PNG of both curves")

@@ -24,7 +24,7 @@ import os
 
 from absl import app, flags
 
-from bert_tf.demo_data import DemoData
+from bert_tf.demo_data import DUPE_FACTOR, VOCAB_SIZE, DemoData
 
 FLAGS = flags.FLAGS
 
@@ -53,9 +53,9 @@ def define_flags():
     flags.DEFINE_string("output_dir", "demo_output", "Where the text, records, model, SavedModels and results go.")
     flags.DEFINE_string("vocab_file", None, "A WordPiece vocab to use instead of learning one from the training "
                         "chapters (e.g. the 30,522-token uncased BERT vocab: each step then costs about twice as much).")
-    flags.DEFINE_integer("vocab_size", 8000, "Target size of the learned vocab (the Bible yields ~4,300 tokens).")
+    flags.DEFINE_integer("vocab_size", VOCAB_SIZE, "Target size of the learned vocab (the Bible yields ~4,300 tokens).")
     flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's).")
-    flags.DEFINE_integer("dupe_factor", 5, "Static maskings of the training chapters.")
+    flags.DEFINE_integer("dupe_factor", DUPE_FACTOR, "Static maskings of the training chapters.")
     flags.DEFINE_integer("num_workers", None, "Processes that build instances (default: the CPU count).")
 
 

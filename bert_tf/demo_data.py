@@ -14,6 +14,7 @@ import sys
 from bert_tf.text.bible import write_bible_split
 
 HELD_OUT_EVERY = 10  # chapters: Genesis 1, 11, 21, ... are held out
+VOCAB_SIZE = 8000  # bert-vocab's target; the Bible yields ~4,300 tokens
 MASKED_LM_PROB = 0.15
 DUPE_FACTOR = 5  # static maskings of the training chapters (the held-out chapters are masked once)
 RANDOM_SEED = 12345
@@ -37,7 +38,7 @@ class DemoData:
     'demo_output/data/train_seq32_pred5.tfrecord'
     """
 
-    def __init__(self, data_dir, vocab_size=8000, vocab_file=None, dupe_factor=DUPE_FACTOR, random_seed=RANDOM_SEED,
+    def __init__(self, data_dir, vocab_size=VOCAB_SIZE, vocab_file=None, dupe_factor=DUPE_FACTOR, random_seed=RANDOM_SEED,
                  num_workers=None, quiet=False):
         self.data_dir = os.path.abspath(data_dir)
         self.vocab_size = vocab_size
