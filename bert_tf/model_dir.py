@@ -8,6 +8,7 @@ TensorFlow filesystem is written and read back like a local one. The config and 
 name and renamed, so an interrupted write leaves the old file or the new one, never half of one.
 """
 
+import contextlib
 import os
 import uuid
 
@@ -56,6 +57,32 @@ def write_text_atomically(path, text):
     with tf.io.gfile.GFile(temporary, "w") as f:
         f.write(text)
     tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+@contextlib.contextmanager
+def directory_written_atomically(directory):
+    """Yields a new empty directory beside `directory` to write into; when the block ends without an error it
+    takes the place of `directory` (absent, or a folder the caller found empty or free to replace), else it is
+    removed. So an interrupted export never leaves a half-written directory under that name, and a rerun is not
+    refused.
+
+    >>> import tempfile
+    >>> target = os.path.join(tempfile.mkdtemp(), "export")
+    >>> with directory_written_atomically(target) as partial:
+    ...     write_text_atomically(os.path.join(partial, "a.txt"), "complete")
+    >>> os.listdir(target), os.path.exists(target + f".partial-{os.getpid()}")
+    (['a.txt'], False)
+    """
+    partial = f"{directory.rstrip('/')}.partial-{os.getpid()}"
+    tf.io.gfile.makedirs(partial)
+    try:
+        yield partial
+        if tf.io.gfile.isdir(directory):
+            tf.io.gfile.rmtree(directory)
+        tf.io.gfile.rename(partial, directory)
+    finally:
+        if tf.io.gfile.exists(partial):
+            tf.io.gfile.rmtree(partial)
 
 
 def write_config(model_dir, config):

@@ -12,7 +12,7 @@ from safetensors.numpy import save_file
 
 from bert_tf.conversion import hf_names
 from bert_tf.errors import InputError
-from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
+from bert_tf.model_dir import directory_written_atomically, load_pretrainer, read_config, vocab_path
 
 # BertConfig.hidden_act -> HF `hidden_act`. HF's "gelu" is the exact erf form; "gelu_new" is the original's tanh
 # approximation, written as the original writes it.
@@ -61,9 +61,7 @@ def export_hf(model_dir, output_dir, do_lower_case=True):
     if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
         raise InputError(f"--output {output_dir} is not empty: pass a new directory.")
     weights = hf_weights(load_pretrainer(model_dir))
-    partial = f"{output_dir.rstrip('/')}.partial-{os.getpid()}"
-    os.makedirs(partial)
-    try:
+    with directory_written_atomically(output_dir) as partial:  # replaces an empty output_dir
         with open(os.path.join(partial, "config.json"), "w", encoding="utf-8") as f:
             json.dump(values, f, indent=2)
         save_file(weights, os.path.join(partial, "model.safetensors"), metadata={"format": "pt"})
@@ -73,9 +71,4 @@ def export_hf(model_dir, output_dir, do_lower_case=True):
             with open(os.path.join(partial, "tokenizer_config.json"), "w", encoding="utf-8") as f:
                 json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": bool(do_lower_case),
                            "model_max_length": config.max_position_embeddings}, f, indent=2)
-        if os.path.isdir(output_dir):
-            os.rmdir(output_dir)  # empty, checked above
-        os.rename(partial, output_dir)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
     return output_dir

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from bert_tf.conversion.to_hf import export_hf
 from bert_tf.errors import InputError
-from bert_tf.model_dir import read_config, vocab_path
+from bert_tf.model_dir import directory_written_atomically, read_config, vocab_path
 
 KERAS_HUB_LAYER_NORM_EPS = 1e-12
 
@@ -52,14 +52,7 @@ def export_keras_hub(model_dir, output_dir, do_lower_case=True):
         hf_dir = export_hf(model_dir, os.path.join(scratch, "hf"), do_lower_case)
         backbone = keras_hub.models.BertBackbone.from_preset(hf_dir)
         tokenizer = keras_hub.models.BertTokenizer.from_preset(hf_dir)
-        partial = f"{output_dir.rstrip('/')}.partial-{os.getpid()}"
-        try:
+        with directory_written_atomically(output_dir) as partial:  # replaces an empty output_dir
             backbone.save_to_preset(partial)
             tokenizer.save_to_preset(partial)
-            if tf.io.gfile.isdir(output_dir):
-                tf.io.gfile.rmtree(output_dir)  # empty, checked above
-            tf.io.gfile.rename(partial, output_dir)
-        finally:
-            if tf.io.gfile.exists(partial):
-                tf.io.gfile.rmtree(partial)
     return output_dir

@@ -7,7 +7,7 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
+from bert_tf.model_dir import directory_written_atomically, load_pretrainer, read_config, vocab_path
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
 from bert_tf.serving.input_checks import check_seq_length
@@ -34,17 +34,9 @@ def _save(module, export_dir):
     """Saves `module` under a temporary name beside `export_dir` and renames it when complete, so an interrupted
     export leaves no half-written version (TF Serving would try to load it) and a rerun is not refused."""
     check_free(export_dir)
-    parent = os.path.dirname(export_dir.rstrip("/")) or "."
-    tf.io.gfile.makedirs(parent)
-    if tf.io.gfile.exists(export_dir):  # an empty folder, e.g. made by hand: replaced by the complete one
-        tf.io.gfile.rmtree(export_dir)
-    partial = f"{export_dir.rstrip('/')}.partial-{os.getpid()}"
-    try:
+    # A folder without a SavedModel (e.g. made by hand) is replaced by the complete one.
+    with directory_written_atomically(export_dir) as partial:
         tf.saved_model.save(module, partial, signatures=module.signature_functions())
-        tf.io.gfile.rename(partial, export_dir)
-    finally:
-        if tf.io.gfile.exists(partial):
-            tf.io.gfile.rmtree(partial)
     logging.info("Wrote %s", export_dir)
     return export_dir
 
