@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS ?= test,corpus,serving,hub,beam,transformers
 
-.PHONY: setup demo test clean
+.PHONY: setup demo lint test clean
 
 setup: $(STAMP)
 
@@ -19,8 +19,12 @@ $(STAMP): setup.py Makefile
 demo: $(STAMP)
 	$(PY) -m bert_tf.demo --output_dir demo_output
 
-# The whole suite; tests marked `slow` run too unless SKIP_SLOW=1.
-test: $(STAMP)
+# pyflakes, pycodestyle and import order (ruff.toml); `make test` runs it first.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+# The linter, then the whole suite; tests marked `slow` run too unless SKIP_SLOW=1.
+test: lint
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 tests $(if $(SKIP_SLOW),-m "not slow",)
 
 clean:

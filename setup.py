@@ -31,7 +31,7 @@ EXTRAS_REQUIRE = {
     # tensorflow-hub imports pkg_resources, which recent setuptools (84 here) no longer ships; torch (the
     # transformers extra) would otherwise pull the newest setuptools.
     "hub": ["tensorflow-hub>=0.16", "tf-keras==2.21.*", "setuptools<81"],
-    "test": ["pytest>=8", "pytest-xdist>=3"],
+    "test": ["pytest>=8", "pytest-xdist>=3", "ruff==0.17.6"],
     # bert-convert --to hf is checked by loading its output in transformers; torch 2.13.0 has a CPU wheel here
     # (a version range could pull a CUDA build).
     "transformers": ["torch==2.13.0", "transformers>=4.40", "safetensors>=0.4"],

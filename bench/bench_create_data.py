@@ -25,7 +25,8 @@ sys.path.insert(0, ROOT)
 
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
-# The original's figures on this kind of machine (docs/original_recipe.md, "Shuffling"): 4.9 MB of news text, seq 128, dupe 5.
+# The original's figures on this kind of machine (docs/original_recipe.md, "Shuffling"): 4.9 MB of news text,
+# seq 128, dupe 5.
 ORIGINAL = {"instances": 65721, "seconds": 42.6, "peak_mb": 797}
 
 # Runs a command, samples its process tree's memory, prints JSON. A separate process per measurement, so that

@@ -29,14 +29,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text as tf_text  # noqa: E402
-
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents  # noqa: E402
 from bert_tf.inputs.document_instances import next_sentence_instances  # noqa: E402
-from bert_tf.instances.sentence_pairs import SentencePairRules  # noqa: E402
 from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
+from bert_tf.instances.sentence_pairs import SentencePairRules  # noqa: E402
 
 MAX_PREDICTIONS = {128: 20, 512: 80}  # the paper recipes phases (configs/pretrain)
 

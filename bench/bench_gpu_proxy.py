@@ -51,6 +51,7 @@ from bert_tf.training.adam_weight_decay import AdamWeightDecay  # noqa: E402
 from bert_tf.training.device_peaks import device_spec  # noqa: E402
 from bert_tf.training.flops import training_flops_per_sequence  # noqa: E402
 
+
 # Dense bf16 peaks (TFLOP/s, without sparsity) by the start of jax's device_kind.
 def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
     """[CLS] A [SEP] B [SEP] with random ids, no padding, sorted distinct predicted positions."""

@@ -53,7 +53,6 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
-
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.demo_data import DUPE_FACTOR, HELD_OUT_EVERY, RANDOM_SEED, VOCAB_SIZE, DemoData  # noqa: E402

@@ -34,7 +34,6 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.config import BertConfig  # noqa: E402

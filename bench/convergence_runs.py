@@ -72,7 +72,8 @@ RUNS = {
     "seq32_batch128_nodrop_shuffle": ("sequence length 32, batch 128, no dropout, shuffle buffer 20,000",
                                       {"seq": 32, "train_batch_size": 128, "shuffle_buffer": 20000,
                                        "model": {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}}),
-    "seq32_batch128_nodrop_shuffle_dynamic": ("as seq32_batch128_nodrop_shuffle, with masks drawn again for every batch",
+    "seq32_batch128_nodrop_shuffle_dynamic": (
+        "as seq32_batch128_nodrop_shuffle, with masks drawn again for every batch",
                                               {"seq": 32, "train_batch_size": 128, "shuffle_buffer": 20000,
                                                "dynamic_masking": {"enabled": True},
                                                "model": {"hidden_dropout_prob": 0.0,

@@ -52,7 +52,8 @@ def define_flags():
     `--num_train_steps` would clash with the CLI modules a process importing this one may also import."""
     flags.DEFINE_string("output_dir", "demo_output", "Where the text, records, model, SavedModels and results go.")
     flags.DEFINE_string("vocab_file", None, "A WordPiece vocab to use instead of learning one from the training "
-                        "chapters (e.g. the 30,522-token uncased BERT vocab: each step then costs about twice as much).")
+                        "chapters (e.g. the 30,522-token uncased BERT vocab: each step then costs about twice as "
+                        "much).")
     flags.DEFINE_integer("vocab_size", VOCAB_SIZE, "Target size of the learned vocab (the Bible yields ~4,300 tokens).")
     flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's).")
     flags.DEFINE_integer("dupe_factor", DUPE_FACTOR, "Static maskings of the training chapters.")

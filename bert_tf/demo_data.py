@@ -38,8 +38,8 @@ class DemoData:
     'demo_output/data/train_seq32_pred5.tfrecord'
     """
 
-    def __init__(self, data_dir, vocab_size=VOCAB_SIZE, vocab_file=None, dupe_factor=DUPE_FACTOR, random_seed=RANDOM_SEED,
-                 num_workers=None, quiet=False):
+    def __init__(self, data_dir, vocab_size=VOCAB_SIZE, vocab_file=None, dupe_factor=DUPE_FACTOR,
+                 random_seed=RANDOM_SEED, num_workers=None, quiet=False):
         self.data_dir = os.path.abspath(data_dir)
         self.vocab_size = vocab_size
         self._vocab_file = vocab_file

@@ -12,12 +12,11 @@ import errno
 import pytest
 import tensorflow as tf
 
-from helpers import run_cli, tiny_config
-from pretraining_records import write_records, write_vocab
-
 from bert_tf import BertPretrainer
 from bert_tf.cli import app
 from bert_tf.model_dir import write_model_dir
+from helpers import run_cli, tiny_config
+from pretraining_records import write_records, write_vocab
 
 Row = collections.namedtuple("Row", "case args code words")
 

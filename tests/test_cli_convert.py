@@ -5,9 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from helpers import run_cli
-
 from bert_tf.model_dir import load_encoder
+from helpers import run_cli
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import tiny_model_section
-
 from bert_tf.training.compiled_program import ProgramSummary, lower_training_loop, memory_report
 from bert_tf.training.flops import training_flops_per_sequence
 from bert_tf.training.memory_estimate import estimate_step_memory
 from bert_tf.training.pretraining import resolve_bert_config
 from bert_tf.training.recipe import Recipe, load_recipe
+from helpers import tiny_model_section
 
 BATCH = 32  # sequences on one replica, at the first phase's 128 tokens and 20 predictions
 

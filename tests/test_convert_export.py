@@ -9,10 +9,9 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import run_cli, tiny_config
-
 from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
+from helpers import run_cli, tiny_config
 
 TOLERANCE = 1e-5
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "the", "cat", "sat", "##s", "on", "mat"]

@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import run_cli, start_cli
-
 from bert_tf.errors import InputError
 from bert_tf.instances.masking import MaskingRules, StaticMasker
 from bert_tf.instances.options import InstanceOptions
@@ -28,6 +26,7 @@ from bert_tf.records.writer import RoundRobinWriter, check_outputs_spare_inputs,
 from bert_tf.text.bible import read_bible_documents
 from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.tokenizer import FullTokenizer
+from helpers import run_cli, start_cli
 
 
 class ScriptedRng:
@@ -196,7 +195,8 @@ def test_structure_no_special_token_masked_segments_as_specified(bible_run, toke
     problems = structure_problems(records, tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id)
     assert problems == {rule: 0 for rule in problems}
     real = records["masked_lm_weights"] > 0
-    assert not np.isin(records["masked_lm_ids"][real], [tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id, tokenizer.vocabulary.pad_id]).any()
+    assert not np.isin(records["masked_lm_ids"][real], [tokenizer.vocabulary.cls_id, tokenizer.vocabulary.sep_id,
+                                                        tokenizer.vocabulary.pad_id]).any()
     # Segment ids by hand on the first record: 0 for [CLS] A [SEP], 1 for B [SEP], 0 for padding.
     ids, segments, length = records["input_ids"][0], records["segment_ids"][0], records["input_mask"][0].sum()
     first_sep = list(ids).index(tokenizer.vocabulary.sep_id)

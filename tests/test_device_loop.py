@@ -11,12 +11,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from helpers import tiny_config
-
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer
+from helpers import tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -84,8 +83,10 @@ GRAPH_SCRIPT = textwrap.dedent("""
     cross_replica_sums = [n.name for n in body.node_def if n.op in ("AddN", "AddV2", "Add", "Sum") and len(
         {nodes[i.split(":")[0].lstrip("^")].device for i in n.input if i.split(":")[0].lstrip("^") in nodes}
         - {""}) > 1]
-    print(json.dumps({"body": collections.Counter(ops(body)), "cross_replica_sums": cross_replica_sums, "outside": collections.Counter(
-        n.op for n in graph.node), "cond": collections.Counter(ops(cond)), "cond_reads": carried,
+    print(json.dumps({
+        "body": collections.Counter(ops(body)), "cross_replica_sums": cross_replica_sums,
+        "outside": collections.Counter(n.op for n in graph.node), "cond": collections.Counter(ops(cond)),
+        "cond_reads": carried,
         "replicas": strategy.num_replicas_in_sync}))
 """)
 

@@ -16,12 +16,11 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from helpers import REPO, latest_step, start_cli, tiny_model_section
-
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.training_log import read_history
+from helpers import REPO, latest_step, start_cli, tiny_model_section
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED, STEPS = 16, 4, 12
@@ -250,6 +249,7 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
     """Each host's iterator lives on its host's CPU and reads its own share of the records; the run trains to the
     one-device weights, and a stop and resume from the checkpoint (every host's iterator in it) changes nothing."""
     import tensorflow as tf
+
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 
     model_dir = str(setup["root"] / "two_hosts")

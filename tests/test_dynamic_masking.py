@@ -9,8 +9,8 @@ import tensorflow as tf
 from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents
 from bert_tf.inputs.document_instances import full_sentence_instances, next_sentence_instances
 from bert_tf.inputs.dynamic_masking import DynamicMasker
-from bert_tf.instances.sentence_pairs import SentencePairRules
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
+from bert_tf.instances.sentence_pairs import SentencePairRules
 
 # A vocab of 400 words and 100 "##" pieces after the specials, in the original's order of ids.
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(400)] + [f"##p{i}" for i in range(100)]

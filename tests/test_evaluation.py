@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import tiny_config
-
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.training.evaluation import evaluate
+from helpers import tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
 
 SEQ, PRED = 16, 4

@@ -16,12 +16,11 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from helpers import run_cli, tiny_config
-
 import bert_tf.finetuning  # noqa: F401  (registers BertClassifier for keras.models.load_model)
 from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_encoder
+from helpers import run_cli, tiny_config
 
 EPOCH_LINE = re.compile(r"^epoch (\d+): dev accuracy: (0\.\d{4})(?: dev f1: (0\.\d{4}))?$", re.M)
 
@@ -226,9 +225,9 @@ def test_wrong_columns_flags_and_data_fail_in_one_line(tiny_model_dir, tmp_path)
         process = bert_finetune(*flags, f"--output_dir={tmp_path / 'out'}")
         assert process.returncode == 2 and message in process.stderr, (flags, process.stderr[-2000:])
         assert "Traceback" not in process.stderr
-    from bert_tf.model_dir import load_encoder
     from bert_tf.finetuning.examples import read_table
     from bert_tf.finetuning.run_classifier import finetune_classifier
+    from bert_tf.model_dir import load_encoder
     data = read_table(train, "text", "label")
     with pytest.raises(ValueError, match="max_seq_length=128 exceeds the model's max_position_embeddings=64"):
         finetune_classifier(load_encoder(str(tiny_model_dir / "model")), None, data, data, str(tmp_path / "out"))

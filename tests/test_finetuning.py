@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertPretrainer
 from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier, create_finetuning_optimizer
 from bert_tf.serving import export_classifier, export_span_qa, non_core_ops
 

@@ -5,8 +5,6 @@ import re
 import numpy as np
 import pytest
 
-from helpers import run_cli
-
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
 from bert_tf.records.example_encoder import ExampleEncoder
@@ -16,6 +14,7 @@ from bert_tf.records.writer import RoundRobinWriter
 from bert_tf.text.bible import read_bible_documents
 from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.tokenizer import FullTokenizer
+from helpers import run_cli
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "##s"]
 FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",

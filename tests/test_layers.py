@@ -9,11 +9,10 @@ import keras
 import numpy as np
 import pytest
 
-from helpers import tiny_config
-from layer_test_case import run_layer_test
-
 import bert_tf.modeling as modeling
 from bert_tf.modeling.dropout import BertDropout
+from helpers import tiny_config
+from layer_test_case import run_layer_test
 
 HIDDEN, VOCAB = 8, 30
 RNG = np.random.default_rng(0)

@@ -43,7 +43,8 @@ def test_batch_budget_is_pythons_round_for_every_length():
 
 
 def test_80_10_10_rule():
-    assert [MaskingRules().masked_token(7, u, 9, MASK) for u in (0.0, 0.79, 0.8, 0.89, 0.9, 0.999)] == [MASK, MASK, 7, 7, 9, 9]
+    assert [MaskingRules().masked_token(7, u, 9, MASK) for u in (0.0, 0.79, 0.8, 0.89, 0.9, 0.999)] == [
+        MASK, MASK, 7, 7, 9, 9]
 
 
 def test_groups_join_pieces_to_the_previous_candidate_even_across_sep():

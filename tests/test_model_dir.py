@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import tiny_config, tiny_model_section
-
 from bert_tf import model_dir
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import Recipe
+from helpers import tiny_config, tiny_model_section
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED = 16, 4

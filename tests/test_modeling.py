@@ -5,8 +5,8 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 import pytest
+import tensorflow as tf
 from keras import ops
 
 from bert_tf import BertEncoder, BertPretrainer
@@ -97,7 +97,8 @@ def test_masked_lm_loss_divides_by_weight_sum_plus_1e_5():
     assert float(masked_lm_loss(logits, ids, np.zeros((1, 2), "float32"))) == 0.0
     # One weighted prediction: the 1e-5 is visible at this precision.
     one = float(masked_lm_loss(logits, ids, np.array([[1.0, 0.0]], "float32")))
-    assert one == pytest.approx(-math.log(0.5) / (1 + 1e-5), rel=1e-7) and one != pytest.approx(-math.log(0.5), rel=1e-7)
+    assert one == pytest.approx(-math.log(0.5) / (1 + 1e-5), rel=1e-7)
+    assert one != pytest.approx(-math.log(0.5), rel=1e-7)
 
 
 def test_losses_and_metrics_of_a_batch(tiny_config):
@@ -194,7 +195,8 @@ def test_block_composes_its_sublayers_post_ln_or_pre_ln(pre_layer_norm):
     x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
     adder = attention_mask_adder(np.ones((2, 5)))
     out = ops.convert_to_numpy(block(x, adder))
-    attn, attn_out, ffn_in, ffn_out = block.self_attention, block.attention_output, block.intermediate, block.output_dense
+    attn, attn_out = block.self_attention, block.attention_output
+    ffn_in, ffn_out = block.intermediate, block.output_dense
     ln1, ln2, act = block.attention_layer_norm, block.output_layer_norm, gelu_tanh
     if pre_layer_norm:  # x + Sublayer(LN(x))
         h = x + attn_out(attn(ln1(x), adder))

@@ -9,8 +9,13 @@ import pytest
 from keras import ops
 
 from bert_tf.modeling import BertSelfAttention, attention_mask_adder
-from bert_tf.modeling.losses import (first_argmax, masked_lm_accuracy, masked_lm_loss, next_sentence_accuracy,
-                                     next_sentence_loss)
+from bert_tf.modeling.losses import (
+    first_argmax,
+    masked_lm_accuracy,
+    masked_lm_loss,
+    next_sentence_accuracy,
+    next_sentence_loss,
+)
 
 
 def log_softmax(x):

@@ -14,15 +14,15 @@ import pytest
 import tensorflow as tf
 import yaml
 
-from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
-
-from bert_tf.model_dir import load_pretrainer
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
+from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.training_log import read_eval_results, read_history
+from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
 from pretraining_records import write_records, write_vocab
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -226,7 +226,8 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
 
 
 def run_until_checkpoint(args, model_dir, step, sig):
-    """Starts `bert-pretrain ARGS`, sends `sig` as soon as the latest checkpoint is that of `step` (or later), and returns the
+    """Starts `bert-pretrain ARGS`, sends `sig` as soon as the latest checkpoint is that of `step` (or later), and
+    returns the
     process after it exits.
 
     Waits on the `checkpoint` state file, not on `ckpt-N.index`: the index is written before the state file names

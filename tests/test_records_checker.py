@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pretraining_records import VOCAB_SIZE, make_instance, serialize, write_records
-
 from bert_tf.errors import InputError
 from bert_tf.records.checker import check_record_files
+from pretraining_records import VOCAB_SIZE, make_instance, serialize, write_records
 
 
 def write(path, instances):

@@ -13,13 +13,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import run_cli, tiny_config
-
 from bert_tf import BertConfig, BertPretrainer
-from bert_tf.model_dir import write_model_dir
 from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier
-from bert_tf.serving import (CLASSIFIER, SPAN_QA, TOKEN_CLASSIFIER, export_classifier, export_span_qa,
-                             load_encoder_from_saved_model, version_dir)
+from bert_tf.model_dir import write_model_dir
+from bert_tf.serving import (
+    CLASSIFIER,
+    SPAN_QA,
+    TOKEN_CLASSIFIER,
+    export_classifier,
+    export_span_qa,
+    load_encoder_from_saved_model,
+    version_dir,
+)
+from helpers import run_cli, tiny_config
 from saved_model_runners import compile_c_runner, run_with_c_loader, run_with_saved_model_cli
 
 TOLERANCE = 1e-5

@@ -17,13 +17,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import tiny_config
-
 from bert_tf import BertPretrainer
 from bert_tf.finetuning import BertClassifier
 from bert_tf.finetuning.features import encode_texts
 from bert_tf.serving import export_classifier
 from bert_tf.text.tokenizer import FullTokenizer
+from helpers import tiny_config
 
 pytest.importorskip("tensorflow_serving", reason="the `serving` extra (tensorflow-serving-api) is not installed")
 import grpc  # noqa: E402

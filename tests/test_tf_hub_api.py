@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import tiny_config
-
 from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_model_dir
 from bert_tf.text.tokenizer import FullTokenizer
+from helpers import tiny_config
 
 TOLERANCE = 1e-5
 

@@ -6,12 +6,11 @@ import re
 import numpy as np
 import pytest
 
-from helpers import run_cli
-
 from bert_tf.text.normalization import normalize
 from bert_tf.text.tokenizer import FullTokenizer
 from bert_tf.text.vocab_learning import learn_vocab, write_vocab
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocab_file
+from helpers import run_cli
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -48,7 +47,9 @@ def test_ids_equal_the_convert_fixture_when_present(tokenizer):
 
 def test_the_original_normalization_not_tensorflow_texts():
     # Control characters are deleted (words join), compatibility characters and "ß" are kept, CJK is spaced.
-    assert normalize("Con\x00trol\u200b Straße ﬁ ＡＢ 中文 Café\u00a0x\u2028y") == "control straße ﬁ ａｂ  中  文  cafe x y"
+    text = "Con\x00trol\u200b Straße ﬁ ＡＢ 中文 Café\u00a0x\u2028y"
+    assert normalize(text) == (
+        "control straße ﬁ ａｂ  中  文  cafe x y")
     assert normalize("Café ÉTÉ", do_lower_case=False) == "Café ÉTÉ"
 
 

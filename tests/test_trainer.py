@@ -5,8 +5,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import tiny_config
-
 from bert_tf.training.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimization import create_optimizer
@@ -14,6 +12,7 @@ from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer
+from helpers import tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
 
 SEQ, PRED = 16, 4

@@ -62,7 +62,8 @@ def load_data():
 
 def load_encoder():
     """The encoder, its vocab and casing, from --init_checkpoint or --init_saved_model."""
-    from bert_tf.model_dir import load_encoder as load_checkpoint_encoder, vocab_path
+    from bert_tf.model_dir import load_encoder as load_checkpoint_encoder
+    from bert_tf.model_dir import vocab_path
     from bert_tf.serving import load_encoder_from_saved_model
 
     if bool(FLAGS.init_checkpoint) == bool(FLAGS.init_saved_model):

@@ -90,8 +90,9 @@ def define_instance_flags():
     flags.DEFINE_float("masked_lm_prob", default.masked_lm_prob, "Masked LM probability.")
     flags.DEFINE_float("short_seq_prob", default.short_seq_prob, "Probability of creating sequences which are "
                                                                  "shorter than the maximum length.")
-    flags.DEFINE_float("shard_size_mb", DEFAULT_SHARD_SIZE_MB, "Text per shard: the unit of shuffling, random-next documents and "
-                                             "parallel work. The output depends on it (and on the seed).")
+    flags.DEFINE_float("shard_size_mb", DEFAULT_SHARD_SIZE_MB,
+                       "Text per shard: the unit of shuffling, random-next documents and "
+                       "parallel work. The output depends on it (and on the seed).")
     flags.DEFINE_enum("names", "v1", ["v1", "v2"], "Feature names: v1 = input_ids/segment_ids (the original), "
                                                    "v2 = input_word_ids/input_type_ids (Model Garden).")
     flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")

@@ -4,3 +4,8 @@ data (`tf1_names`, `hf_names`); `rename_table` applies one."""
 
 from bert_tf.conversion.from_hf import convert_hf
 from bert_tf.conversion.from_tf1 import convert_tf1
+
+__all__ = [
+    "convert_hf",
+    "convert_tf1",
+]

@@ -14,8 +14,8 @@ import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy, so the NumPy loa
 import numpy as np
 from safetensors import safe_open
 
-from bert_tf.conversion import hf_names, rename_table
 from bert_tf.config import BertConfig
+from bert_tf.conversion import hf_names, rename_table
 from bert_tf.errors import InputError
 from bert_tf.modeling.pretrainer import BertPretrainer
 

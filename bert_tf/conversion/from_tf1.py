@@ -9,8 +9,8 @@ import os
 
 import tensorflow as tf
 
-from bert_tf.conversion import rename_table, tf1_names
 from bert_tf.config import BertConfig
+from bert_tf.conversion import rename_table, tf1_names
 from bert_tf.modeling.pretrainer import BertPretrainer
 
 RELEASED_PREFIX = "bert_model.ckpt"

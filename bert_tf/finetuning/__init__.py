@@ -12,3 +12,10 @@ from bert_tf.finetuning.classifier import BertClassifier
 from bert_tf.finetuning.optimizer import create_finetuning_optimizer
 from bert_tf.finetuning.span_qa import BertSpanQA
 from bert_tf.finetuning.token_classifier import BertTokenClassifier
+
+__all__ = [
+    "BertClassifier",
+    "create_finetuning_optimizer",
+    "BertSpanQA",
+    "BertTokenClassifier",
+]

@@ -12,10 +12,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.finetuning.classifier import BertClassifier
 from bert_tf.finetuning.features import encode_texts
 from bert_tf.finetuning.optimizer import create_finetuning_optimizer
-from bert_tf.errors import InputError, NonFiniteLossError
 
 BEST_MODEL, LABELS_FILE, RESULTS_FILE = "best.keras", "labels.txt", "dev_results.json"
 

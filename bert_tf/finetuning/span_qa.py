@@ -3,8 +3,13 @@ model)."""
 
 import keras
 
-from bert_tf.finetuning.task_model import (build_encoder, encoder_config, from_encoder_config, output_initializer,
-                                           replica_dropout)
+from bert_tf.finetuning.task_model import (
+    build_encoder,
+    encoder_config,
+    from_encoder_config,
+    output_initializer,
+    replica_dropout,
+)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

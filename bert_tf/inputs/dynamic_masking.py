@@ -1,7 +1,8 @@
 """Dynamic masking (RoBERTa's option): the original masking rules drawn again for every batch, inside tf.data.
 
 The rules are the `MaskingRules` of the original `create_masked_lm_predictions` (bert_tf/instances/masking.py
-describes them and holds the reference): [CLS], [SEP] and [PAD] are never candidates; num_to_predict = min(max_predictions_per_seq,
+describes them and holds the reference): [CLS], [SEP] and [PAD] are never candidates; num_to_predict =
+min(max_predictions_per_seq,
 max(1, round(len * masked_lm_prob))) with len counting the special tokens; with whole-word masking a "##" piece
 joins the previous candidate's word and a word that would exceed the budget is skipped; each chosen token is
 [MASK] 80% of the time, kept 10%, a random token of the whole vocab 10%; positions come out sorted.

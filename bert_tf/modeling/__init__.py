@@ -9,3 +9,19 @@ from bert_tf.modeling.masked_lm_head import MaskedLMHead, gather_positions
 from bert_tf.modeling.next_sentence_head import NextSentenceHead
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.modeling.transformer_block import TransformerBlock
+
+__all__ = [
+    "gelu",
+    "gelu_tanh",
+    "get_activation",
+    "BertSelfAttention",
+    "attention_mask_adder",
+    "BertEmbeddings",
+    "BertEncoder",
+    "pretraining_losses",
+    "MaskedLMHead",
+    "gather_positions",
+    "NextSentenceHead",
+    "BertPretrainer",
+    "TransformerBlock",
+]

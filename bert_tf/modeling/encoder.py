@@ -46,10 +46,12 @@ class BertEncoder(BertConfigSerialization, keras.Model):
         c = self.config
         self.embeddings = BertEmbeddings(
             c.vocab_size, c.hidden_size, c.max_position_embeddings, c.type_vocab_size, c.hidden_dropout_prob,
-            c.initializer_range, c.layer_norm_eps, c.position_embedding_type, dtype=self.dtype_policy, name="embeddings")
+            c.initializer_range, c.layer_norm_eps, c.position_embedding_type, dtype=self.dtype_policy,
+            name="embeddings")
         # One attribute per block (not a list): tf.train.Checkpoint does not track Keras 3's wrapped lists.
         for i in range(c.num_hidden_layers):
-            setattr(self, f"layer_{i}", TransformerBlock(c.hidden_size, c.num_attention_heads, c.intermediate_size, c.hidden_act,
+            setattr(self, f"layer_{i}", TransformerBlock(
+                c.hidden_size, c.num_attention_heads, c.intermediate_size, c.hidden_act,
                              c.hidden_dropout_prob, c.attention_probs_dropout_prob, c.initializer_range,
                              c.layer_norm_eps, c.pre_layer_norm, dtype=self.dtype_policy, name=f"layer_{i}"))
         # Pre-LN stacks need a LayerNorm after the last block; post-LN blocks end with one already.

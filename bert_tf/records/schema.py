@@ -25,7 +25,8 @@ class RecordSchema:
     >>> schema.check(128, 20)
     >>> schema.check(512, 20)
     Traceback (most recent call last):
-    bert_tf.errors.InputError: Records in the records do not match max_seq_length=512: feature input_ids has shape [128], expected [512]. Pass the max_seq_length the records were written with (128) or write them again.
+    bert_tf.errors.InputError: Records in the records do not match max_seq_length=512: feature input_ids has shape
+    [128], expected [512]. Pass the max_seq_length the records were written with (128) or write them again.
     """
 
     names: str        # "v1" (input_ids, segment_ids) or "v2" (input_word_ids, input_type_ids)

@@ -46,7 +46,8 @@ def check_outputs_spare_inputs(output_files, input_files, what="an input"):
     >>> check_outputs_spare_inputs(["corpus.txt"], ["corpus.txt"])
     Traceback (most recent call last):
     ...
-    bert_tf.errors.InputError: output_file 'corpus.txt' is an input file too ('corpus.txt'): writing it would destroy an input. Choose another output path.
+    bert_tf.errors.InputError: output_file 'corpus.txt' is an input file too ('corpus.txt'): writing it would
+    destroy an input. Choose another output path.
     """
     def real(path):
         path = os.fspath(path)

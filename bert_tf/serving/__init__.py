@@ -11,11 +11,46 @@ Example:
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
 from bert_tf.serving.export import (
-    CLASSIFIER, ENCODER, ENCODER_MLM, PREPROCESSING, SPAN_QA, TOKEN_CLASSIFIER, export_classifier, export_encoder,
-    export_model_dir, export_preprocessing, export_span_qa, version_dir)
+    CLASSIFIER,
+    ENCODER,
+    ENCODER_MLM,
+    PREPROCESSING,
+    SPAN_QA,
+    TOKEN_CLASSIFIER,
+    export_classifier,
+    export_encoder,
+    export_model_dir,
+    export_preprocessing,
+    export_span_qa,
+    version_dir,
+)
 from bert_tf.serving.graph_ops import non_core_ops, saved_model_ops
 from bert_tf.serving.reload import load_encoder_from_saved_model
 from bert_tf.serving.reusable_module import ReusableModule
 from bert_tf.serving.serving_module import ServingModule
 from bert_tf.serving.span_qa_module import SpanQAModule
 from bert_tf.serving.task_module import TaskModule
+
+__all__ = [
+    "ClassifierModule",
+    "EncoderModule",
+    "CLASSIFIER",
+    "ENCODER",
+    "ENCODER_MLM",
+    "PREPROCESSING",
+    "SPAN_QA",
+    "TOKEN_CLASSIFIER",
+    "export_classifier",
+    "export_encoder",
+    "export_model_dir",
+    "export_preprocessing",
+    "export_span_qa",
+    "version_dir",
+    "non_core_ops",
+    "saved_model_ops",
+    "load_encoder_from_saved_model",
+    "ReusableModule",
+    "ServingModule",
+    "SpanQAModule",
+    "TaskModule",
+]

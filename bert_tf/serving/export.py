@@ -45,7 +45,8 @@ def export_encoder(pretrainer, export_dir, vocab_file, do_lower_case=True, with_
     """Writes the encoder SavedModel (see `EncoderModule`); `with_mlm` adds the `mlm` signature.
 
     Example:
-    >>> export_encoder(bert_tf.load_pretrainer("model_dir"), "exported/encoder/1", "model_dir/vocab.txt")  # doctest: +SKIP
+    >>> pretrainer = bert_tf.load_pretrainer("model_dir")  # doctest: +SKIP
+    >>> export_encoder(pretrainer, "exported/encoder/1", "model_dir/vocab.txt")  # doctest: +SKIP
     """
     with tempfile.TemporaryDirectory() as scratch:
         # Assets are copied from files at save time, so the config gets a file of its own.
@@ -60,7 +61,7 @@ def export_preprocessing(export_dir, vocab_file, do_lower_case=True, seq_length=
     """Writes the tensorflow-text preprocessing SavedModel (see `PreprocessingModule`).
 
     Example:
-    >>> export_preprocessing("exported/preprocessing/1", "vocab.txt", do_lower_case=True, seq_length=128)  # doctest: +SKIP
+    >>> export_preprocessing("exported/preprocessing/1", "vocab.txt", True, seq_length=128)  # doctest: +SKIP
     """
     # Imported here: tensorflow-text is only needed by this model.
     from bert_tf.serving.preprocessing_module import PreprocessingModule

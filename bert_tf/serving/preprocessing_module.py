@@ -10,8 +10,12 @@ import tensorflow_text as tf_text
 
 from bert_tf.serving.input_checks import check_seq_length
 from bert_tf.serving.serving_module import ServingModule
-from bert_tf.text.normalization import (DELETED_CHARACTERS_RE2, MARK_CHARACTERS_RE2, MAX_CHARS_PER_WORD,
-                                        SPACE_CHARACTERS_RE2)
+from bert_tf.text.normalization import (
+    DELETED_CHARACTERS_RE2,
+    MARK_CHARACTERS_RE2,
+    MAX_CHARS_PER_WORD,
+    SPACE_CHARACTERS_RE2,
+)
 from bert_tf.text.packing import pack_spans_in_graph, pair_keep_lengths
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 

@@ -6,8 +6,13 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.normalization import (MAX_CHARS_PER_WORD, has_overlong_word, normalize, split_words,
-                                        unassigned_characters)
+from bert_tf.text.normalization import (
+    MAX_CHARS_PER_WORD,
+    has_overlong_word,
+    normalize,
+    split_words,
+    unassigned_characters,
+)
 from bert_tf.text.vocabulary import TOKENIZING_TOKENS, Vocabulary
 
 # UTF-8 takes at most 4 bytes a character: FastBertTokenizer counts a word's bytes, the original its characters.

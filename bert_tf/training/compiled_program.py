@@ -135,7 +135,8 @@ class ProgramSummary:
     def _read(self, instruction, instructions, count):
         opcode = instruction.opcode
         if opcode in HOST_TRANSFER_OPCODES or (
-                opcode == "custom-call" and any(w in instruction.custom_call_target.lower() for w in ("host", "callback"))):
+                opcode == "custom-call"
+                and any(w in instruction.custom_call_target.lower() for w in ("host", "callback"))):
             self.host_transfers.append(opcode if opcode != "custom-call" else instruction.custom_call_target)
         if opcode in ("set-dimension-size", "get-dimension-size") or _is_dynamic(instruction.shape):
             self.dynamic_shapes.append(instruction.name)

@@ -2,7 +2,8 @@
 
 In the manner of Orbit's `Controller`: the trainer owns the compiled loop (`Trainer.train`), and the controller
 decides how many steps each call runs and what happens between calls: `write_summaries`, `save_checkpoint`,
-`preemption_requested`, `checkpoint_requested`, `evaluate`. The global step is the optimizer's update count (`Trainer.step`), read once
+`preemption_requested`, `checkpoint_requested`, `evaluate`. The global step is the optimizer's update count
+(`Trainer.step`), read once
 per loop.
 
 A row of the training log covers a fixed span of steps: up to the next multiple of `iterations_per_loop`, the

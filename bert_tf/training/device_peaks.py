@@ -1,11 +1,13 @@
 """The accelerators a run may use: dense peak FLOP rates per compute dtype and memory, per replica device.
 
-Pure Python (no TensorFlow), so the JAX benchmark uses the same table. Dense (no sparsity) peaks, TFLOP/s per replica device, with their sources:
+Pure Python (no TensorFlow), so the JAX benchmark uses the same table. Dense (no sparsity) peaks, TFLOP/s per replica
+device, with their sources:
 - TPUs: Google Cloud TPU documentation, "TPU v2/v3/v4/v5e/v5p/v6e" system architecture pages (bf16 peak per chip,
   HBM per chip). TPUStrategy runs one replica per TensorCore on v2/v3 (two cores per chip: half the chip's figures)
   and one per chip on v4/v5e/v5p/v6e (megacore or a single core). The MXU computes float32 matmuls in bfloat16
   passes, so the bf16 figure is also the ceiling of a float32 run.
-- NVIDIA GPUs: the A100 (SXM4/PCIe), H100 (SXM5, PCIe, NVL), H200, L4, L40S, A10, V100 and T4 data sheets. float32 matmuls
+- NVIDIA GPUs: the A100 (SXM4/PCIe), H100 (SXM5, PCIe, NVL), H200, L4, L40S, A10, V100 and T4 data sheets. float32
+  matmuls
   run as TF32 on Ampere and later while TensorFlow's TF32 execution is on (its default), else at the FP32 rate.
 """
 
@@ -65,7 +67,8 @@ _TPU_NAMES = {("2", ""): "tpu_v2", ("3", ""): "tpu_v3", ("4", ""): "tpu_v4", ("5
 # in the lower-cased name wins, so the more specific rows come first.
 _GPU_WORDS = (
     (("a100", "80gb"), "a100_80gb"), (("a100",), "a100_40gb"), (("h100", "pcie"), "h100_pcie"),
-    (("h100", "nvl"), "h100_nvl"), (("h100",), "h100_80gb"), (("h200",), "h200"), (("l40s",), "l40s"), (("l4",), "l4"), (("a10",), "a10"), (("v100",), "v100"),
+    (("h100", "nvl"), "h100_nvl"), (("h100",), "h100_80gb"), (("h200",), "h200"), (("l40s",), "l40s"), (("l4",), "l4"),
+    (("a10",), "a10"), (("v100",), "v100"),
     (("t4",), "t4"),
 )
 

@@ -42,7 +42,8 @@ def compute_dtype_peak(spec, compute_dtype):
     >>> compute_dtype_peak(device_spec("a100_80gb"), "bfloat16")
     (312.0, 'bfloat16')
     """
-    if compute_dtype == "float32" and spec.tensor_float32 and tf.config.experimental.tensor_float_32_execution_enabled():
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    if compute_dtype == "float32" and spec.tensor_float32 and tf32:
         return spec.tensor_float32, "tensor_float32"
     value = getattr(spec, compute_dtype)
     if value is None:

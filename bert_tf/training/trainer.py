@@ -61,7 +61,8 @@ class Trainer:
         jit_compile: compile each replica's forward and backward pass (with its accumulation loop) with XLA.
 
     Example:
-    >>> trainer = Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size=16)  # doctest: +SKIP
+    >>> layout = worker_layout(strategy)  # doctest: +SKIP
+    >>> trainer = Trainer(strategy, layout, model, optimizer, max_micro_batch_size=16)  # doctest: +SKIP
     >>> result = trainer.train(iter(dataset), 100)  # doctest: +SKIP
     >>> result.steps, result.means["loss"], result.bad_step  # doctest: +SKIP
     (100, 6.93, None)
