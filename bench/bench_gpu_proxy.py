@@ -14,7 +14,7 @@ Rows: the base and large presets at the phase-1 shapes (seq 128, 20 predictions)
 computes its [P, V] logits only at the predicted positions.
 
 MFU = model FLOPs/s / the GPU's dense bf16 peak (H100 SXM and H200: 989 TFLOP/s; `--peak_tflops` for others).
-Model FLOPs per sequence are `bert_tf.training.flops.training_flops_per_sequence` (6 x weights x tokens for the
+Model FLOPs per sequence are `bert_tf.accelerators.flops.training_flops_per_sequence` (6 x weights x tokens for the
 encoder's dense layers on all T tokens, 12 x L x T^2 x H for attention, the masked-LM head only at the P predicted
 positions, pooler and NSP). `bert_tf`, its layers, the optimizer and the formula import no TensorFlow, which the GPU
 machines do not have.
@@ -45,11 +45,11 @@ except ModuleNotFoundError:
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bert_tf.accelerators.device_peaks import device_spec  # noqa: E402
+from bert_tf.accelerators.flops import training_flops_per_sequence  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.modeling import BertPretrainer  # noqa: E402
-from bert_tf.training.adam_weight_decay import AdamWeightDecay  # noqa: E402
-from bert_tf.training.device_peaks import device_spec  # noqa: E402
-from bert_tf.training.flops import training_flops_per_sequence  # noqa: E402
+from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay  # noqa: E402
 
 
 # Dense bf16 peaks (TFLOP/s, without sparsity) by the start of jax's device_kind.

@@ -14,7 +14,7 @@ optimizer update is not (what `Trainer(jit_compile=True)` does). After `--warmup
 times about `--seconds` of steps of each model, in alternating order (AB BA ...); the table shows the median
 sequences/s of each and the median of the per-repeat ratios, which a slow spell of a shared machine hits alike.
 
-MFU (model FLOPs utilisation) follows `bert_tf.training.flops.training_flops_per_sequence`: 6 x weights x tokens for
+MFU (model FLOPs utilisation) follows `bert_tf.accelerators.flops.training_flops_per_sequence`: 6 x weights x tokens for
 the dense layers of the encoder on all T tokens, 12 x L x T^2 x H for the attention scores and the weighted sum,
 the masked-LM head (H x H transform and H x V output) only at the P predicted positions, pooler and NSP on [CLS].
 The peak is the measured FLOP/s of a 2048 x 2048 fp32 matmul on this machine (the best of three), not a data sheet.
@@ -36,11 +36,11 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
+from bert_tf.accelerators.flops import training_flops_per_sequence  # noqa: E402
+from bert_tf.accelerators.peak_flops import measure_peak_flops  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.modeling import BertPretrainer  # noqa: E402
-from bert_tf.training import AdamWeightDecay  # noqa: E402
-from bert_tf.training.flops import training_flops_per_sequence  # noqa: E402
-from bert_tf.training.peak_flops import measure_peak_flops  # noqa: E402
+from bert_tf.optimizers import AdamWeightDecay  # noqa: E402
 from bert_tf.training.strategy import worker_layout  # noqa: E402
 from bert_tf.training.trainer import Trainer  # noqa: E402
 

@@ -1,14 +1,14 @@
 """What an accelerator run relies on, checked on the lowered program (HLO) of the multi-step training loop, at the
 real BERT-base and BERT-large shapes under mixed_bfloat16, without running it: no host transfers, no dynamic
-shapes, every matrix multiplication in bfloat16, and exactly the FLOPs the MFU counts (training/flops.py)."""
+shapes, every matrix multiplication in bfloat16, and exactly the FLOPs the MFU counts (accelerators/flops.py)."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training.compiled_program import ProgramSummary, lower_training_loop, memory_report
-from bert_tf.training.flops import training_flops_per_sequence
-from bert_tf.training.memory_estimate import estimate_step_memory
+from bert_tf.accelerators.flops import training_flops_per_sequence
+from bert_tf.analysis.compiled_program import ProgramSummary, lower_training_loop, memory_report
+from bert_tf.analysis.memory_estimate import estimate_step_memory
 from bert_tf.training.pretraining import resolve_bert_config
 from bert_tf.training.recipe import Recipe, load_recipe
 from helpers import tiny_model_section

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.training.adam_weight_decay import AdamWeightDecay
+from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer

@@ -111,7 +111,7 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
 
         # Probe: with a huge epsilon the update is linear in the gradient, so a second cross-replica sum shows.
         import keras
-        from bert_tf.training.adam_weight_decay import AdamWeightDecay
+        from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
         for aggregate in (False, True):
             with strategy.scope():
                 probe = keras.Variable(tf.zeros([3]), name="probe")

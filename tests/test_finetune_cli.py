@@ -256,10 +256,10 @@ def pretrain_masked_lm(model_dir, vocab_file, steps=300, seq_length=64, batch_si
     """A tiny BERT pre-trained briefly with plain Keras fit on the masked LM over the Bible (chapters cut into
     sequences of 62 tokens, 15% dynamic masking); returns the held-out masked-LM accuracy."""
     from bert_tf.inputs.dynamic_masking import DynamicMasker
+    from bert_tf.optimizers import WarmupPolynomialDecay
     from bert_tf.text.bible import read_bible_documents
     from bert_tf.text.corpus import CorpusCounts
     from bert_tf.text.tokenizer import FullTokenizer
-    from bert_tf.training import WarmupPolynomialDecay
 
     tokenizer = FullTokenizer(vocab_file)
     chapters = [" ".join(document) for document in read_bible_documents(CorpusCounts())]

@@ -2,8 +2,8 @@
 
 import pytest
 
+from bert_tf.accelerators.flops import training_flops_per_sequence
 from bert_tf.config import BertConfig
-from bert_tf.training.flops import training_flops_per_sequence
 
 
 def test_bert_base_flops_per_sequence_by_the_stated_convention():

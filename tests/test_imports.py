@@ -12,7 +12,7 @@ from helpers import REPO
 KERAS_ONLY = [
     ("import bert_tf, bert_tf.training", "bert_tf.__version__"),
     ("import bert_tf.config", "bert_tf.config.BertConfig.preset('tiny').hidden_size"),
-    ("from bert_tf.training.flops import training_flops_per_sequence\nfrom bert_tf.config import BertConfig",
+    ("from bert_tf.accelerators.flops import training_flops_per_sequence\nfrom bert_tf.config import BertConfig",
      "training_flops_per_sequence(BertConfig.preset('base'), 128, 20)"),
 ]
 

@@ -13,7 +13,8 @@ from helpers import REPO
 PACKAGE = os.path.join(REPO, "bert_tf")
 ARCHITECTURE = os.path.join(REPO, "docs", "architecture.md")
 # Modules that must run without TensorFlow (the GPU machines have JAX only), with every bert_tf module they import.
-KERAS_ONLY = ("bert_tf/modeling/", "bert_tf/training/flops.py", "bert_tf/training/adam_weight_decay.py")
+KERAS_ONLY = ("bert_tf/modeling/", "bert_tf/optimizers/", "bert_tf/accelerators/flops.py",
+              "bert_tf/accelerators/device_peaks.py")
 TENSORFLOW = ("tensorflow", "tensorflow_text", "tf_keras", "tensorflow_hub")
 
 

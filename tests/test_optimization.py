@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.modeling.pretrainer import BertPretrainer
-from bert_tf.training.adam_weight_decay import AdamWeightDecay
-from bert_tf.training.lamb import Lamb
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
+from bert_tf.optimizers.lamb import Lamb
+from bert_tf.optimizers.optimization import create_optimizer
+from bert_tf.optimizers.schedule import WarmupPolynomialDecay
 from bert_tf.training.recipe import load_recipe
-from bert_tf.training.schedule import WarmupPolynomialDecay
 from helpers import tiny_config
 
 EXCLUDE = ("LayerNorm", "layer_norm", "bias")

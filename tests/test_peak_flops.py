@@ -6,8 +6,8 @@ import logging
 import pytest
 import tensorflow as tf
 
-from bert_tf.training.device_peaks import DEVICES, device_spec
-from bert_tf.training.peak_flops import Peak, clipped_mfu, measure_peak_flops, run_peak
+from bert_tf.accelerators.device_peaks import DEVICES, device_spec
+from bert_tf.accelerators.peak_flops import Peak, clipped_mfu, measure_peak_flops, run_peak
 from bert_tf.training.training_log import TrainingLog
 
 DEFAULT = tf.distribute.get_strategy()

@@ -4,8 +4,8 @@ and that leave the paper's recipe (global batch, schedule, phases) as it is."""
 import pytest
 import yaml
 
-from bert_tf.training.device_peaks import DEVICES
-from bert_tf.training.memory_estimate import GIB, HEADROOM, MemoryEstimate
+from bert_tf.accelerators.device_peaks import DEVICES
+from bert_tf.analysis.memory_estimate import GIB, HEADROOM, MemoryEstimate
 from bert_tf.training.platforms import PLATFORMS_FILE, apply_platform, load_platforms
 from bert_tf.training.recipe import RecipeError, load_recipe
 

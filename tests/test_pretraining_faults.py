@@ -11,8 +11,8 @@ import tensorflow as tf
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.errors import InputError
 from bert_tf.model_dir import load_pretrainer
+from bert_tf.optimizers.lamb import Lamb
 from bert_tf.training import pretraining
-from bert_tf.training.lamb import Lamb
 from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
 from bert_tf.training.recipe import Recipe
 from bert_tf.training.training_log import read_history

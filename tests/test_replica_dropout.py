@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent("""
     import keras
     sys.path.insert(0, "tests")
     from bert_tf.modeling.dropout import dropout_stream
-    from bert_tf.training.optimization import create_optimizer
+    from bert_tf.optimizers.optimization import create_optimizer
     from bert_tf.training.pretraining import create_pretrainer
     from bert_tf.training.recipe import load_recipe
     from bert_tf.training.strategy import worker_layout

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training.adam_weight_decay import AdamWeightDecay
-from bert_tf.training.lamb import Lamb
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
+from bert_tf.optimizers.lamb import Lamb
+from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.strategy import worker_layout

@@ -1,6 +1,6 @@
 """Estimates the accelerator memory of a recipe's training step from XLA's buffer assignment on the CPU
-(`bert_tf.training.memory_estimate`) and prints, per phase, one JSON line: the fixed and per-sequence GiB and the
-largest micro-batch that fits each device of `bert_tf.training.device_peaks` for a replica's share of the global
+(`bert_tf.analysis.memory_estimate`) and prints, per phase, one JSON line: the fixed and per-sequence GiB and the
+largest micro-batch that fits each device of `bert_tf.accelerators.device_peaks` for a replica's share of the global
 batch on 8, 16, 32 and 64 replicas. configs/platforms.yaml quotes its output.
 
     python tools/estimate_memory.py --config=bert_large_paper --phases=seq512
@@ -11,8 +11,8 @@ import sys
 
 from absl import app, flags
 
-from bert_tf.training.device_peaks import DEVICES
-from bert_tf.training.memory_estimate import GIB, estimate_step_memory
+from bert_tf.accelerators.device_peaks import DEVICES
+from bert_tf.analysis.memory_estimate import GIB, estimate_step_memory
 from bert_tf.training.recipe import load_recipe
 
 FLAGS = flags.FLAGS

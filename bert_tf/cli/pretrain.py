@@ -16,6 +16,7 @@ import sys
 from absl import flags, logging
 
 from bert_tf.cli import app
+from bert_tf.config_schema import parse_assignments
 from bert_tf.training.platforms import apply_platform
 from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, RecipeError, load_recipe
 from bert_tf.training.strategy import STRATEGIES
@@ -79,12 +80,7 @@ def recipe_from_flags(flag_values=FLAGS):
     if flag_values.platform:
         recipe = apply_platform(recipe, flag_values.platform)
     recipe = recipe.with_overrides(**{name: flag_values[name].value for name in names})
-    settings = {}
-    for setting in flag_values.set or ():
-        field, sep, value = setting.partition("=")
-        if not sep or not field.strip():
-            raise RecipeError(f"--set={setting!r} must be FIELD=VALUE, e.g. --set=optimizer.beta_1=0.95.")
-        settings[field.strip()] = value
+    settings = parse_assignments(flag_values.set, "optimizer.beta_1=0.95", RecipeError)
     return recipe.override(settings) if settings else recipe
 
 

@@ -1,7 +1,7 @@
 """The fine-tuning optimizer: the original's, as its run_classifier.py and run_squad.py built it."""
 
-from bert_tf.training.adam_weight_decay import AdamWeightDecay
-from bert_tf.training.schedule import WarmupPolynomialDecay
+from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
+from bert_tf.optimizers.schedule import WarmupPolynomialDecay
 
 # The original's warmup_proportion: the first 10% of the steps warm the learning rate up from 0.
 WARMUP_PROPORTION = 0.1

@@ -1,13 +1,15 @@
-"""The settings of create_pretraining_data, with the original flags' names and defaults, checked on creation."""
+"""The settings of create_pretraining_data, with the original flags' names and defaults, checked on creation by the
+shared config schema (`bert_tf.config_schema`)."""
 
 import dataclasses
 
+from bert_tf.config_schema import Section, check_field_types
 from bert_tf.instances.masking import MaskingRules
 from bert_tf.instances.sentence_pairs import SentencePairRules
 
 
 @dataclasses.dataclass(frozen=True)
-class InstanceOptions:
+class InstanceOptions(Section):
     """How documents become training instances (the original script's flags).
 
     Example:
@@ -25,15 +27,18 @@ class InstanceOptions:
     random_seed: int = 12345
 
     def __post_init__(self):
+        check_field_types(self)
         self.pair_rules  # checks max_seq_length and short_seq_prob
-        if not 1 <= self.max_predictions_per_seq <= self.max_seq_length:
-            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq} must lie in [1, "
-                             f"max_seq_length={self.max_seq_length}]; the original uses 20 at 128 (about "
-                             f"max_seq_length * masked_lm_prob).")
+        super().__post_init__()  # the rules below
         self.masking_rules  # checks masked_lm_prob
-        if self.dupe_factor < 1:
-            raise ValueError(f"dupe_factor={self.dupe_factor} must be at least 1 (the number of passes over the "
-                             f"corpus, each with new masks); the original uses 10, its README 5.")
+
+    def _rules(self):
+        return (("max_predictions_per_seq", 1 <= self.max_predictions_per_seq <= self.max_seq_length,
+                 f"must lie in [1, max_seq_length={self.max_seq_length}]; the original uses 20 at 128 (about "
+                 f"max_seq_length * masked_lm_prob)"),
+                ("dupe_factor", self.dupe_factor >= 1,
+                 "must be at least 1 (the number of passes over the corpus, each with new masks); the original uses "
+                 "10, its README 5"))
 
     @property
     def masking_rules(self):

@@ -8,30 +8,57 @@ were derived is written in the YAML and in docs/accelerators.md.
 
 import dataclasses
 import os
+from typing import Optional
 
-import yaml
-
+from bert_tf.accelerators.device_peaks import DEVICES
 from bert_tf.config import configs_dir
-from bert_tf.training.recipe import RecipeError
+from bert_tf.config_schema import Section, check_keys, read_yaml
+from bert_tf.training.recipe import MIXED_PRECISION, RecipeError
 
 PLATFORMS_FILE = os.path.join(configs_dir(), "platforms.yaml")
 
 
 @dataclasses.dataclass(frozen=True)
-class PlatformSettings:
+class ModelFit(Section):
+    """What fits one platform's replica device for one model preset.
+
+    Attributes:
+        max_micro_batch_size: sequences per replica per forward/backward pass.
+    """
+
+    ERROR = RecipeError
+    max_micro_batch_size: int
+
+    def _rules(self):
+        return (("max_micro_batch_size", self.max_micro_batch_size > 0, "must be a positive integer"),)
+
+
+@dataclasses.dataclass(frozen=True)
+class PlatformSettings(Section):
     """One platform's entry.
 
     Attributes:
         name: the `--platform` value.
         device: the `device_peaks.DEVICES` key of one replica's device (None for CPUs).
         mixed_precision: the recipe's `mixed_precision` on this platform.
-        models: per model preset ("base", "large"): `max_micro_batch_size` and the memory estimate behind it.
+        models: per model preset ("base", "large"): its `ModelFit`.
+
+    Example:
+    >>> PlatformSettings("tpu_v4", "tpu_v4", "mixed_bfloat16", {"base": ModelFit(32)}).max_micro_batch_size("base")
+    32
     """
 
+    ERROR = RecipeError
     name: str
-    device: str
+    device: Optional[str]
     mixed_precision: str
-    models: dict
+    models: dict = dataclasses.field(default_factory=dict)
+
+    def _rules(self):
+        return (("device", self.device is None or self.device in DEVICES,
+                 f"is not a known device: use one of {', '.join(sorted(DEVICES))} or null (CPU)"),
+                ("mixed_precision", self.mixed_precision in MIXED_PRECISION,
+                 f"must be one of {', '.join(MIXED_PRECISION)}"))
 
     def max_micro_batch_size(self, preset):
         """The micro-batch for a model preset; a `RecipeError` naming the presets the platform knows otherwise."""
@@ -39,20 +66,37 @@ class PlatformSettings:
             raise RecipeError(f"--platform={self.name} has settings for the {', '.join(sorted(self.models))} "
                               f"presets, not for this model ({preset or 'a bert_config_file'}): pass "
                               f"--max_micro_batch_size and --mixed_precision instead.")
-        return self.models[preset]["max_micro_batch_size"]
+        return self.models[preset].max_micro_batch_size
+
+
+@dataclasses.dataclass(frozen=True)
+class _PlatformsFile(Section):
+    ERROR = RecipeError
+    platforms: dict
+    estimates: dict = dataclasses.field(default_factory=dict)
 
 
 def load_platforms(path=PLATFORMS_FILE):
-    """{name: `PlatformSettings`} from the platforms YAML.
+    """{name: `PlatformSettings`} from the platforms YAML, checked by the shared config schema.
 
     Example:
     >>> load_platforms()["tpu_v4"].mixed_precision
     'mixed_bfloat16'
     """
+    where = os.path.basename(path)
     with open(path, encoding="utf-8") as f:
-        entries = yaml.safe_load(f)["platforms"]
-    return {name: PlatformSettings(name, entry.get("device"), entry["mixed_precision"], entry.get("models", {}))
-            for name, entry in entries.items()}
+        entries = _PlatformsFile.from_dict(read_yaml(f.read(), where, RecipeError), where).platforms
+    platforms = {}
+    for name, entry in entries.items():
+        entry_where = f"{where}: platforms.{name}"
+        if not isinstance(entry, dict):
+            raise RecipeError(f"{entry_where} must be a mapping of fields, got {entry!r}.")
+        check_keys(entry, PlatformSettings, entry_where, ("mixed_precision",), RecipeError)
+        models = {preset: ModelFit.from_dict(fit, f"{entry_where}.models.{preset}")
+                  for preset, fit in (entry.get("models") or {}).items()}
+        platforms[name] = PlatformSettings.from_dict(
+            {"device": None, **entry, "name": name, "models": models}, entry_where)
+    return platforms
 
 
 def apply_platform(recipe, name):

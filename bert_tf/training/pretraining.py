@@ -18,21 +18,21 @@ import yaml
 from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
+from bert_tf.accelerators.flops import training_flops_per_sequence
+from bert_tf.accelerators.peak_flops import run_peak
 from bert_tf.config import BertConfig
 from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.modeling.pretrainer import BertPretrainer
+from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.text.vocabulary import read_vocab_file
 from bert_tf.training import report
 from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, saved_position
 from bert_tf.training.controller import Controller
 from bert_tf.training.evaluation import evaluate
-from bert_tf.training.flops import training_flops_per_sequence
 from bert_tf.training.input_hosts import host_iterators
 from bert_tf.training.maintenance_notice import MaintenanceWatcher
-from bert_tf.training.optimization import create_optimizer
-from bert_tf.training.peak_flops import run_peak
 from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.training.preflight import check_run_inputs
 from bert_tf.training.recipe import RecipeError, check_ready

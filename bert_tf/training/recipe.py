@@ -1,7 +1,8 @@
 """A pre-training recipe as data, one job per part:
 
-- the schema: the frozen dataclasses below; every section checks its own fields when it is built (types from the
-  annotations, ranges in its `_rules`), and errors name the field, the value and the fix;
+- the schema: the frozen dataclasses below, built on `bert_tf.config_schema` (the machinery every configuration
+  shares): every section checks its own fields when it is built (types from the annotations, ranges in its
+  `_rules`), and errors name the field, the value and the fix;
 - YAML loading: `load_recipe` (numbers in YAML 1.2's syntax, so `1e-4` is a number, not a string);
 - overrides: `Recipe.override({"optimizer.beta_1": 0.95, "phases.input_file": [...]})`, one mechanism for every
   field, which `with_overrides(**flags)` and `bert-pretrain`'s flags go through.
@@ -14,19 +15,25 @@ own input files and sequence lengths (the paper: 900,000 steps at 128 tokens, th
 """
 
 import dataclasses
-import math
 import os
-import re
 import typing
 from typing import Optional
 
 import tensorflow as tf
-import yaml
 from absl import logging
 
 from bert_tf.config import BertConfig, configs_dir
-from bert_tf.errors import InputError
-from bert_tf.training.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+from bert_tf.config_schema import (
+    TYPE_CHECKS,
+    ConfigError,
+    Section,
+    check_field_types,
+    check_keys,
+    check_value_type,
+    parse_value,
+    read_yaml,
+)
+from bert_tf.optimizers.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
 OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -35,67 +42,14 @@ ALIASES = {"optimizer": "optimizer.name", "dynamic_masking": "dynamic_masking.en
            "eval_input_file": "eval.input_file", "bert_config_file": "model.bert_config_file"}
 
 
-class RecipeError(InputError):
+class RecipeError(ConfigError):
     """A recipe field has a wrong value; the message names the field, the value and the fix."""
 
 
-def check_field_types(spec, prefix=""):
-    """Raises `RecipeError` naming the first field of the dataclass `spec` whose value is not of its annotated
-    type (int, float, bool, str, tuple of strings, optionally None); a number written as a string is named so."""
-    hints = typing.get_type_hints(type(spec))
-    for field in dataclasses.fields(spec):
-        value, kind = getattr(spec, field.name), hints[field.name]
-        optional = type(None) in typing.get_args(kind)
-        if optional:
-            if value is None:
-                continue
-            kind = next(a for a in typing.get_args(kind) if a is not type(None))
-        expected = _TYPE_CHECKS.get(kind)
-        if expected is None or expected[0](value):
-            continue
-        fix = ""
-        if isinstance(value, str) and _parses_as_number(value):
-            fix = f": write it without quotes ({field.name}: {value})"
-        raise RecipeError(f"{prefix}{field.name}={value!r} must be {expected[1]}{' or null' if optional else ''}"
-                          f"{fix}.")
+class _Section(Section):
+    """A recipe section: `Section`'s checks, raising `RecipeError`."""
 
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-_TYPE_CHECKS = {
-    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    float: (_is_number, "a finite number"),
-    bool: (lambda v: isinstance(v, bool), "true or false"),
-    str: (lambda v: isinstance(v, str), "a string"),
-    typing.Tuple[str, ...]: (lambda v: isinstance(v, tuple) and all(isinstance(x, str) for x in v),
-                             "a list of strings"),
-}
-
-
-def _parses_as_number(text):
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-class _Section:
-    """A recipe section: checks its fields' types (from the annotations) and its `_rules` when built."""
-
-    SECTION = ""
-
-    def __post_init__(self):
-        check_field_types(self, f"{self.SECTION}." if self.SECTION else "")
-        for field, ok, rule in self._rules():
-            if not ok:
-                raise RecipeError(f"{self.SECTION + '.' if self.SECTION else ''}{field}={getattr(self, field)!r} "
-                                  f"{rule}.")
-
-    def _rules(self):
-        return ()
+    ERROR = RecipeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,29 +209,22 @@ class Recipe(_Section):
                  f"must be one of {', '.join(MIXED_PRECISION)}"))
 
     @classmethod
-    def from_dict(cls, values, source="recipe"):
+    def from_dict(cls, values, where="recipe"):
         """Builds a recipe from the YAML's dict; unknown keys and wrong values are errors naming the field."""
         values = dict(values)
-        _check_keys(values, cls, source, required=("name", "phases"))
+        check_keys(values, cls, where, ("name", "phases"), RecipeError)
         if not isinstance(values["phases"], (list, tuple)) or not values["phases"]:
-            raise RecipeError(f"{source}: phases must be a non-empty list of phases (name, num_steps, "
+            raise RecipeError(f"{where}: phases must be a non-empty list of phases (name, num_steps, "
                               f"max_seq_length, max_predictions_per_seq, input_file).")
-        phases = []
-        for i, phase in enumerate(values["phases"]):
-            where = f"{source}: phases[{i}]"
-            if not isinstance(phase, dict):
-                raise RecipeError(f"{where} must be a mapping, got {phase!r}.")
-            _check_keys(phase, Phase, where, required=("name", "num_steps", "max_seq_length",
-                                                        "max_predictions_per_seq"))
-            phases.append(Phase(**phase))
-        values["phases"] = tuple(phases)
+        values["phases"] = tuple(phase if isinstance(phase, Phase) else Phase.from_dict(phase, f"{where}: phases[{i}]")
+                                 for i, phase in enumerate(values["phases"]))
         try:
             for key, spec_cls in SECTIONS.items():
                 if key in values:
-                    values[key] = _section(spec_cls, values[key], source)
+                    values[key] = _section(spec_cls, values[key], where)
             return cls(**values)
         except RecipeError as e:
-            raise RecipeError(f"{source}: {e}") from None
+            raise RecipeError(str(e) if str(e).startswith(f"{where}:") else f"{where}: {e}") from None
 
     def to_dict(self):
         values = dataclasses.asdict(self)
@@ -300,7 +247,7 @@ class Recipe(_Section):
         total = None
         for path, value in overrides.items():
             if isinstance(value, str) and path.split(".")[-1] not in _STRING_FIELDS:
-                value = _parse_value(value, path)
+                value = parse_value(value, path, RecipeError)
             if path == "num_train_steps":
                 total = value
                 continue
@@ -317,7 +264,7 @@ class Recipe(_Section):
             values["phases"] = [dataclasses.asdict(p) for p in _rescale_phases(
                 [Phase(**p) for p in values["phases"]], total)]
             values["num_train_steps"] = total
-        return Recipe.from_dict(values, source=f"recipe {self.name!r}")
+        return Recipe.from_dict(values, f"recipe {self.name!r}")
 
     def with_overrides(self, **flags):
         """`override` with the original flag names (None means "not given"): the recipe-wide fields by name,
@@ -353,17 +300,6 @@ _STRING_FIELDS = {f.name for cls in (Recipe, Phase, BertConfig, *SECTIONS.values
                   if typing.get_type_hints(cls)[f.name] in (str, Optional[str])}
 
 
-class _YamlLoader(yaml.SafeLoader):
-    """YAML with 1.2's numbers: PyYAML (YAML 1.1) reads `1e-4` without a dot as the string "1e-4"."""
-
-
-_YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+|\.[0-9_]+"
-               r"(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))$|^\.(?:nan|NaN|NAN)$"),
-    list("-+0123456789."))
-
-
 def load_recipe(name_or_path):
     """A recipe from a YAML file, or by name from configs/pretrain/ ("bert_base_paper", "demo_cpu", ...)."""
     path = name_or_path
@@ -375,20 +311,8 @@ def load_recipe(name_or_path):
             raise RecipeError(f"No recipe file {name_or_path!r}: pass a YAML path or one of {available}.")
         path = named
     with tf.io.gfile.GFile(path, "r") as f:
-        try:
-            values = yaml.load(f.read(), Loader=_YamlLoader)
-        except yaml.YAMLError as e:
-            raise RecipeError(f"{path} is not valid YAML: {e}") from None
-    if not isinstance(values, dict):
-        raise RecipeError(f"{path} must hold a mapping of recipe fields, got {type(values).__name__}.")
-    return Recipe.from_dict(values, source=os.path.basename(path))
-
-
-def _parse_value(text, path):
-    try:
-        return yaml.load(text, Loader=_YamlLoader)
-    except yaml.YAMLError:
-        raise RecipeError(f"{path}={text!r} is not a YAML value: quote it or fix its syntax.") from None
+        values = read_yaml(f.read(), path, RecipeError)
+    return Recipe.from_dict(values, os.path.basename(path))
 
 
 def _set_path(recipe, values, path, value):
@@ -427,12 +351,7 @@ def _section(spec_cls, values, source):
         return _model_spec(values, f"{source}: model")
     if isinstance(values, spec_cls):
         return values
-    if not isinstance(values, dict):
-        raise RecipeError(f"{spec_cls.SECTION} must be a mapping, got {values!r}.")
-    _check_keys(values, spec_cls, spec_cls.SECTION)
-    if isinstance(values.get("exclude_from_weight_decay"), list):
-        values = dict(values, exclude_from_weight_decay=tuple(values["exclude_from_weight_decay"]))
-    return spec_cls(**values)
+    return spec_cls.from_dict(values, source)
 
 
 def _model_spec(values, where):
@@ -452,22 +371,8 @@ def _model_spec(values, where):
     defaults = BertConfig()
     for name, value in values.items():  # types here; ranges when the run builds its BertConfig
         kind = float if isinstance(getattr(defaults, name), float) else type(getattr(defaults, name))
-        check, expected = _TYPE_CHECKS[kind]
-        if not check(value):
-            fix = f": write it without quotes ({name}: {value})" if isinstance(value, str) and _parses_as_number(
-                value) else ""
-            raise RecipeError(f"model.{name}={value!r} must be {expected}{fix}.")
+        check_value_type(f"model.{name}", value, kind if kind in TYPE_CHECKS else None, RecipeError)
     return ModelSpec(preset=preset, bert_config_file=config_file, overrides=values)
-
-
-def _check_keys(values, cls, where, required=()):
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise RecipeError(f"{where}: unknown field(s) {unknown}; known fields are {sorted(fields)}.")
-    missing = [k for k in required if k not in values]
-    if missing:
-        raise RecipeError(f"{where}: missing field(s) {missing}.")
 
 
 def _rescale_phases(phases, total):
@@ -496,7 +401,7 @@ def _check_phases(recipe):
         where = f"phases[{i}]"
         if not isinstance(phase, Phase):
             raise RecipeError(f"{where}={phase!r} must be a Phase.")
-        check_field_types(phase, f"{where}.")
+        check_field_types(phase, f"{where}.", RecipeError)
         if phase.name in names:
             raise RecipeError(f"{where}.name={phase.name!r} is used twice: give each phase its own name.")
         names.add(phase.name)

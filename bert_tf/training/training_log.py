@@ -9,7 +9,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
-from bert_tf.training.peak_flops import clipped_mfu
+from bert_tf.accelerators.peak_flops import clipped_mfu
 
 HISTORY_FILE = "train_metrics.jsonl"
 EVAL_RESULTS_FILE = "eval_results.txt"

@@ -12,7 +12,7 @@ The convention (the usual "6 x parameters x tokens" of Kaplan et al. / PaLM, mad
 - Not counted: embedding lookups (gathers), biases, LayerNorm, softmax, GELU, dropout and the optimizer update
   (all elementwise, small next to the matmuls).
 MFU = model FLOPs per second / peak FLOPs per second of the hardware. The peak is `--peak_tflops` when given, else
-the accelerator's data-sheet peak times the replicas, or on CPUs a measured one (`bert_tf.training.peak_flops`).
+the accelerator's data-sheet peak times the replicas, or on CPUs a measured one (`bert_tf.accelerators.peak_flops`).
 """
 
 

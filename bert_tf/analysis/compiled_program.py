@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 
-from bert_tf.training.optimization import create_optimizer
+from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.training.pretraining import create_pretrainer, resolve_bert_config
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer

@@ -18,7 +18,7 @@ Caveats, written into the recipes that use these figures:
 
 import dataclasses
 
-from bert_tf.training.compiled_program import lower_training_loop, memory_report
+from bert_tf.analysis.compiled_program import lower_training_loop, memory_report
 from bert_tf.training.pretraining import resolve_bert_config
 
 GIB = 1024 ** 3

@@ -2,9 +2,9 @@
 
 import keras
 
-from bert_tf.training.adam_weight_decay import AdamWeightDecay
-from bert_tf.training.lamb import Lamb
-from bert_tf.training.schedule import WarmupPolynomialDecay
+from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
+from bert_tf.optimizers.lamb import Lamb
+from bert_tf.optimizers.schedule import WarmupPolynomialDecay
 
 
 def create_optimizer(recipe):

@@ -16,7 +16,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.training.device_peaks import device_spec
+from bert_tf.accelerators.device_peaks import device_spec
 
 
 @dataclasses.dataclass(frozen=True)
