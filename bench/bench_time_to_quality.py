@@ -40,6 +40,7 @@ otherwise idle machine (the header and the last line show the load average).
 """
 
 import argparse
+import dataclasses
 import os
 import tempfile
 import time
@@ -144,7 +145,9 @@ class EvaluatingController(Controller):
     target or the time cap) and checkpoint saves off the clock; no SIGTERM watcher."""
 
     def __init__(self, run, progress, iterations_per_loop):
-        super().__init__(run.trainer, run.log, None, run.recipe.save_checkpoints_steps, iterations_per_loop)
+        super().__init__(trainer=run.parts.trainer, log=run.parts.log,
+                         save_checkpoints_steps=run.recipe.save_checkpoints_steps,
+                         iterations_per_loop=iterations_per_loop)
         self.progress = progress
 
     def write_summaries(self, step, phase, result, seconds, global_batch, flops_per_step):
@@ -155,15 +158,13 @@ class EvaluatingController(Controller):
     def save_checkpoint(self, checkpoint, step):
         return self.progress.excluding(lambda: super(EvaluatingController, self).save_checkpoint(checkpoint, step))
 
-    def preemption_requested(self):
-        return False
-
 
 def train_ours(recipe, model_dir, heldout_batches, args):
     run = PretrainingRun(recipe, model_dir)
     run.prepare()
-    progress = Progress("ours", args, heldout_batches, lambda f: run.model(f, training=False)["mlm_logits"])
-    run.controller = EvaluatingController(run, progress, args.eval_every)
+    progress = Progress("ours", args, heldout_batches,
+                        lambda f: run.parts.model(f, training=False)["mlm_logits"])
+    run.parts = dataclasses.replace(run.parts, controller=EvaluatingController(run, progress, args.eval_every))
     progress.start_clock()
     try:
         run.train()

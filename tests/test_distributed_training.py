@@ -215,7 +215,7 @@ layout = worker_layout(strategy)
 iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
     train, 16, 4, layout.host_batch_size(8), input_context=layout.input_context(host), shuffle_buffer=1, seed=0))
 print("ITERATORS", json.dumps([iterator._iterator_resource.device for iterator in iterators]))
-loop = run.trainer.train_loop.get_concrete_function(iterators, tf.constant(1))
+loop = run.parts.trainer.train_loop.get_concrete_function(iterators, tf.constant(1))
 print("LOOP_INPUTS", json.dumps([tensor.op.name for tensor in loop.inputs[:len(iterators)]]))
 print("GET_NEXT", json.dumps(sorted([s.decode() for s in node.attr["_class"].list.s]
                                     for function in loop.graph.as_graph_def().library.function

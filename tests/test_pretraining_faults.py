@@ -219,3 +219,27 @@ def test_a_failed_start_does_not_block_the_retry(data, tmp_path):
     with pytest.raises(ValueError, match=r"holds a run of another model \(hidden_size: saved 16, now 32"):
         run_pretraining(tiny_recipe(data, num_train_steps=2, num_warmup_steps=1).override(
             {"model.hidden_size": 32, "model.intermediate_size": 64}), model_dir, peak_tflops=1.0)
+
+
+def test_prepare_and_train_stand_alone_and_restored_means_restored(data, tmp_path):
+    model_dir = str(tmp_path / "run")
+    fresh = pretraining.PretrainingRun(tiny_recipe(data, num_train_steps=5), model_dir, peak_tflops=1.0)
+    with pytest.raises(RuntimeError, match=r"prepare\(\) must run before"):
+        fresh.train()
+    fresh.prepare()
+    assert fresh.step == 0 and fresh.parts.position is None
+    assert fresh.train() is False
+    assert fresh.step == 5 and fresh.restored is False  # nothing to restore in a fresh run
+    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-5")
+
+    resumed = pretraining.PretrainingRun(tiny_recipe(data, num_train_steps=10), model_dir, peak_tflops=1.0)
+    resumed.prepare()
+    assert resumed.step == 5 and resumed.restored is False  # found, not restored yet
+    assert resumed.train() is False
+    assert resumed.step == 10 and resumed.restored is True
+    # A finished run restores its final weights for the evaluation in finish().
+    done = pretraining.PretrainingRun(tiny_recipe(data, num_train_steps=10), model_dir, peak_tflops=1.0)
+    done.prepare()
+    assert done.train() is False and done.restored is False
+    result = done.finish(False)
+    assert done.restored is True and result.completed and result.step == 10

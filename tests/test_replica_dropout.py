@@ -44,7 +44,8 @@ SCRIPT = textwrap.dedent("""
         with strategy.scope():
             model = create_pretrainer(config)
             optimizer = create_optimizer(recipe)
-        return Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size, jit_compile)
+        return Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size=max_micro_batch_size,
+                       jit_compile=jit_compile)
 
     def step(trainer, batch):
         data = tf.data.Dataset.from_tensor_slices({k: v[None] for k, v in batch.items()})

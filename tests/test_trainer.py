@@ -27,8 +27,8 @@ def make_trainer(max_micro_batch_size=None, jit_compile=False, mixed_precision="
                                                     optimizer=optimizer, mixed_precision=mixed_precision)
     keras.utils.set_random_seed(7)
     model = create_pretrainer(config, mixed_precision, use_next_sentence)  # as run_pretraining builds it
-    return Trainer(strategy, worker_layout(strategy), model, create_optimizer(recipe), max_micro_batch_size,
-                   jit_compile)
+    return Trainer(strategy, worker_layout(strategy), model, create_optimizer(recipe),
+                   max_micro_batch_size=max_micro_batch_size, jit_compile=jit_compile)
 
 
 def stacked(batches):

@@ -48,6 +48,8 @@ def saved_position(directory):
 class TrainingCheckpoint:
     """A `tf.train.CheckpointManager` over the whole training state of one phase.
 
+    Every argument is keyword-only.
+
     Args:
         directory: this worker's checkpoint directory (see `checkpoint_dir`).
         model, optimizer: the `BertPretrainer` and its optimizer (whose update count is the global step).
@@ -58,13 +60,13 @@ class TrainingCheckpoint:
         max_to_keep: checkpoints kept (the original Estimator kept 5).
 
     Example:
-    >>> ckpt = TrainingCheckpoint(model_dir, model, optimizer, phase, iterators, layout.hosts,
-    ...                           window.sums)  # doctest: +SKIP
+    >>> ckpt = TrainingCheckpoint(directory=model_dir, model=model, optimizer=optimizer, phase=phase,
+    ...                           iterators=iterators, hosts=layout.hosts, metric_window=window.sums)  # doctest: +SKIP
     >>> ckpt.save(1000)  # doctest: +SKIP
     '.../ckpt-1000'
     """
 
-    def __init__(self, directory, model, optimizer, phase, iterators, hosts, metric_window, max_to_keep=5):
+    def __init__(self, *, directory, model, optimizer, phase, iterators, hosts, metric_window, max_to_keep=5):
         self.optimizer, self.phase = optimizer, phase
         # Dropout draws from Keras seed-generator states, which the model's checkpoint does not hold.
         rng = {f"generator_{i}": v for i, v in enumerate(

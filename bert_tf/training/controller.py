@@ -3,8 +3,7 @@
 In the manner of Orbit's `Controller`: the trainer owns the compiled loop (`Trainer.train`), and the controller
 decides how many steps each call runs and what happens between calls: `write_summaries`, `save_checkpoint`,
 `preemption_requested`, `checkpoint_requested`, `evaluate`. The global step is the optimizer's update count
-(`Trainer.step`), read once
-per loop.
+(`Trainer.step`), read once per loop.
 
 A row of the training log covers a fixed span of steps: up to the next multiple of `iterations_per_loop`, the
 next checkpoint or the phase's end. With one worker process a span is one loop call, which stops within a step
@@ -30,13 +29,16 @@ from bert_tf.training.strategy import sum_over_workers
 class Controller:
     """Trains one phase at a time, checkpointing every `save_checkpoints_steps`, and stops on SIGTERM.
 
+    Every argument is keyword-only, as in Orbit's `Controller`.
+
     Args:
         trainer: the `Trainer` (loop function, model, optimizer, strategy).
         log: the run's `TrainingLog` (TensorBoard, history, console).
-        preemption: a `PreemptionWatcher` whose flag is `trainer.stop_requested`.
         save_checkpoints_steps, iterations_per_loop: the recipe's.
+        preemption: a `PreemptionWatcher` whose flag is `trainer.stop_requested`, or None (never preempted).
         peak: the `peak_flops.Peak` the MFU divides by (None leaves the MFU out).
-        evaluator: a callable `() -> dict` of eval metrics (see `evaluation.StrategyEvaluator`), or None.
+        evaluator: a callable `() -> dict` of eval metrics (`PretrainingRun` passes one that runs
+            `evaluation.evaluate` on the recipe's eval records), or None.
         max_seconds_per_loop: with several workers, the time a loop call is sized to (None: no bound).
         maintenance: a `MaintenanceWatcher` whose notices ask for a checkpoint, or None.
 
@@ -44,13 +46,13 @@ class Controller:
         window: the `MetricWindow` of the current log row's span (the checkpoint saves it).
 
     Example:
-    >>> controller = Controller(trainer, log, preemption, save_checkpoints_steps=1000,
-    ...                         iterations_per_loop=1000, max_seconds_per_loop=5.0)  # doctest: +SKIP
+    >>> controller = Controller(trainer=trainer, log=log, save_checkpoints_steps=1000, iterations_per_loop=1000,
+    ...                         preemption=preemption, max_seconds_per_loop=5.0)  # doctest: +SKIP
     >>> controller.train_phase(phase, iterators, checkpoint, end=900_000, flops_per_step=5.7e14)  # doctest: +SKIP
     False
     """
 
-    def __init__(self, trainer, log, preemption, save_checkpoints_steps, iterations_per_loop, peak=None,
+    def __init__(self, *, trainer, log, save_checkpoints_steps, iterations_per_loop, preemption=None, peak=None,
                  evaluator=None, max_seconds_per_loop=None, maintenance=None):
         self.trainer = trainer
         self.log = log
@@ -72,9 +74,9 @@ class Controller:
         seconds_per_step = None  # a phase's first call traces the loop for its shapes: it runs one step
         while step < end:
             next_save = (step // self.save_checkpoints_steps + 1) * self.save_checkpoints_steps
-            window_end = min((step // self.iterations_per_loop + 1) * self.iterations_per_loop, next_save, end)
+            span_end = min((step // self.iterations_per_loop + 1) * self.iterations_per_loop, next_save, end)
             started = time.perf_counter()
-            result = self.trainer.train(iterators, self.loop_steps(window_end - step, seconds_per_step))
+            result = self.trainer.train(iterators, self.loop_steps(span_end - step, seconds_per_step))
             seconds = time.perf_counter() - started
             if result.bad_step is not None:
                 raise NonFiniteLossError(self._non_finite_message(result, phase, checkpoint.manager.directory))
@@ -84,7 +86,7 @@ class Controller:
             step = self.trainer.step
             self.window.add(result, seconds)
             preempted, save_now, seconds_per_step = self.agree(seconds / max(result.steps, 1))
-            if step >= window_end:
+            if step >= span_end:
                 self.write_summaries(step, phase, *self.window.close(), global_batch, flops_per_step)
             if step >= next_save or step >= end or preempted or save_now:
                 self.save_checkpoint(checkpoint, step)
@@ -123,7 +125,7 @@ class Controller:
 
     def preemption_requested(self):
         """Whether SIGTERM reached this worker (`agree` tells every worker whether it reached any)."""
-        return self.preemption.requested()
+        return self.preemption is not None and self.preemption.requested()
 
     def checkpoint_requested(self):
         """Whether a maintenance notice reached this worker since the last call."""

@@ -67,6 +67,7 @@ class MaintenanceWatcher:
         return True
 
     def __enter__(self):
+        self._stop.clear()  # a run may train again after its watch ended
         self._thread = threading.Thread(target=self._watch, name="maintenance-watcher", daemon=True)
         self._thread.start()
         return self

@@ -1,7 +1,8 @@
 """`MetricWindow`: the training metrics of the steps since the training log's last row.
 
-A row of the log covers a fixed span of steps (`Controller.window_end`), which several calls of the training loop
-may share: with several workers a call is cut short by time, and a run stopped by SIGTERM stops inside a span.
+A row of the log covers a fixed span of steps (`Controller.train_phase` ends one at the next multiple of
+`iterations_per_loop`, the next checkpoint or the phase's end), which several calls of the training loop may
+share: with several workers a call is cut short by time, and a run stopped by SIGTERM stops inside a span.
 The window's sums live in a variable that each checkpoint saves, so a resumed run completes the span it stopped
 in and logs the row an uninterrupted run logs.
 """

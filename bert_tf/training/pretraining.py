@@ -1,10 +1,10 @@
 """`run_pretraining`: a recipe, a model_dir and a strategy -> a pre-trained, resumable run.
 
-`PretrainingRun` assembles the run (config, model directory files, model, optimizer, trainer, restore) and hands
-each phase to the `Controller`, which calls the `Trainer`'s multi-step `tf.function` (`iterations_per_loop` steps
-per call) until the phase ends, saving a checkpoint every `save_checkpoints_steps` and at each phase end. One
-optimizer, so one schedule and one step counter (its update count) over all phases; a new phase has new input
-shapes, so the loop function retraces for it.
+`PretrainingRun` assembles the run (config, model directory files, model, optimizer, trainer, controller),
+restores it and hands each phase to the `Controller`, which calls the `Trainer`'s multi-step `tf.function`
+(`iterations_per_loop` steps per call) until the phase ends, saving a checkpoint every `save_checkpoints_steps` and
+at each phase end. One optimizer, so one schedule and one step counter (its update count) over all phases; a new
+phase has new input shapes, so the loop function retraces for it.
 """
 
 import dataclasses
@@ -40,8 +40,8 @@ from bert_tf.training.strategy import check_same_on_all_workers, worker_layout
 from bert_tf.training.trainer import Trainer
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
 
-__all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "create_pretrainer", "resolve_bert_config",
-           "run_pretraining"]
+__all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "RunParts", "create_pretrainer",
+           "resolve_bert_config", "run_pretraining"]
 
 RECIPE_FILE = "recipe.yaml"
 _COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
@@ -104,13 +104,58 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
     return PretrainingRun(recipe, model_dir, strategy, peak_tflops).run()
 
 
+@dataclasses.dataclass(frozen=True)
+class RunParts:
+    """What `PretrainingRun.prepare` builds, all at once: the run's objects before its first step.
+
+    Attributes:
+        layout: this worker's `WorkerLayout`.
+        ckpt_dir: this worker's checkpoint directory.
+        position: the latest checkpoint's (path, step, phase index), or None for a fresh run.
+        config: the model's `BertConfig`.
+        masker: the `DynamicMasker` when the recipe masks dynamically, else None.
+        model, optimizer: the `BertPretrainer` and its optimizer (whose update count is the global step).
+        phase_var: an int64 variable holding the index of the phase being trained (checkpointed).
+        trainer: the `Trainer`.
+        log: the `TrainingLog`.
+        controller: the `Controller` that trains each phase.
+        preemption, maintenance: the `PreemptionWatcher` and `MaintenanceWatcher` the controller asks; `train`
+            runs them while it trains.
+    """
+
+    layout: object
+    ckpt_dir: str
+    position: object
+    config: BertConfig
+    masker: object
+    model: object
+    optimizer: object
+    phase_var: object
+    trainer: Trainer
+    log: TrainingLog
+    controller: Controller
+    preemption: PreemptionWatcher
+    maintenance: MaintenanceWatcher
+
+
 class PretrainingRun:
-    """One pre-training run as an object: `prepare` (config, model directory files, model, optimizer, trainer,
-    restore), `train` (each phase through the `Controller`), `finish` (evaluation, curves, summary).
+    """One pre-training run as an object with actions that stand alone: `prepare` (checks, config, model
+    directory files, model, optimizer, trainer, controller), `train` (each phase not finished yet, through the
+    `Controller`; restores the latest checkpoint first), `finish` (evaluation, curves, summary); `run` does all
+    three.
+
+    Attributes:
+        parts: the `RunParts` that `prepare` built (None before).
+        step: the global step reached so far (the restored checkpoint's step after `prepare`).
+        restored: whether the latest checkpoint of `model_dir` has been restored (False for a fresh run).
 
     Example:
     >>> run = PretrainingRun(recipe, "runs/demo")  # doctest: +SKIP
-    >>> result = run.run()  # doctest: +SKIP
+    >>> run.prepare()  # doctest: +SKIP
+    >>> preempted = run.train()  # doctest: +SKIP
+    >>> run.step, run.restored  # doctest: +SKIP
+    (1000, False)
+    >>> result = run.finish(preempted)  # doctest: +SKIP
     """
 
     def __init__(self, recipe, model_dir, strategy=None, peak_tflops=None):
@@ -122,109 +167,129 @@ class PretrainingRun:
                              f"together), or left out to measure it.")
         self.peak_tflops = peak_tflops
         self.started = time.perf_counter()
+        self.parts = None
+        self.step = 0
+        self.restored = False
 
     def run(self):
+        """`prepare`, `train` and `finish`; returns the `PretrainingResult`."""
         self.prepare()
-        with PreemptionWatcher(self.trainer.stop_requested) as preemption, MaintenanceWatcher() as maintenance:
-            self.controller = Controller(
-                self.trainer, self.log, preemption, self.recipe.save_checkpoints_steps,
-                self.recipe.iterations_per_loop, self._peak(),
-                evaluator=self._evaluate if self.recipe.eval.input_file else None,
-                max_seconds_per_loop=self.recipe.max_seconds_per_loop, maintenance=maintenance)
-            preempted = self.train()
-        return self.finish(preempted)
+        return self.finish(self.train())
 
     def prepare(self):
-        """Checks the recipe, resolves the model config, writes the model directory's files, builds and restores."""
+        """Checks the recipe, resolves the model config, writes the model directory's files, builds the model,
+        optimizer, trainer and controller, and initialises a fresh run's weights from `init_checkpoint`."""
         recipe = self.recipe
         check_ready(recipe)
-        self.layout = worker_layout(self.strategy)
-        logging.info("%s", self.layout.describe_input())
-        self.ckpt_dir = checkpoint_dir(self.model_dir, self.layout)
-        self.position = saved_position(self.ckpt_dir)
-        self.config = resolve_bert_config(recipe)
+        layout = worker_layout(self.strategy)
+        logging.info("%s", layout.describe_input())
+        ckpt_dir = checkpoint_dir(self.model_dir, layout)
+        position = saved_position(ckpt_dir)
+        config = resolve_bert_config(recipe)
         if tf.train.latest_checkpoint(self.model_dir):  # a config without a checkpoint is a failed start's
-            _check_model_dir_config(self.model_dir, self.config)
+            _check_model_dir_config(self.model_dir, config)
         for phase in recipe.phases:
-            self.layout.host_batch_size(recipe.phase_batch_size(phase))
-        self.masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
-                                     recipe.dynamic_masking.do_whole_word_mask)
-                       if recipe.dynamic_masking.enabled else None)
-        check_run_inputs(recipe, self.config, self.masker)
-        if self.layout.is_chief:
-            _write_model_dir_files(self.model_dir, self.config, recipe)
+            layout.host_batch_size(recipe.phase_batch_size(phase))
+        masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
+                                recipe.dynamic_masking.do_whole_word_mask)
+                  if recipe.dynamic_masking.enabled else None)
+        check_run_inputs(recipe, config, masker)
+        if layout.is_chief:
+            _write_model_dir_files(self.model_dir, config, recipe)
 
         keras.utils.set_random_seed(recipe.seed)
         with self.strategy.scope():
-            self.model = create_pretrainer(self.config, recipe.mixed_precision, recipe.use_next_sentence)
-            self.optimizer = create_optimizer(recipe)
-            self.phase_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="phase")
-        self.trainer = Trainer(self.strategy, self.layout, self.model, self.optimizer, recipe.max_micro_batch_size,
-                               recipe.jit_compile)
-        if self.position is None and recipe.init_checkpoint:
-            restore_model_weights(self.model, recipe.init_checkpoint)
-        start_step = self.position[1] if self.position else 0
-        check_same_on_all_workers(self.strategy, self.layout, "step of the latest checkpoint", start_step)
-        self.log = TrainingLog(self.model_dir, self.layout.is_chief, start_step, recipe.num_train_steps)
-        self.step, self.restored = start_step, self.position is None
+            model = create_pretrainer(config, recipe.mixed_precision, recipe.use_next_sentence)
+            optimizer = create_optimizer(recipe)
+            phase_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="phase")
+        trainer = Trainer(self.strategy, layout, model, optimizer, max_micro_batch_size=recipe.max_micro_batch_size,
+                          jit_compile=recipe.jit_compile)
+        if position is None and recipe.init_checkpoint:
+            restore_model_weights(model, recipe.init_checkpoint)
+        start_step = position[1] if position else 0
+        check_same_on_all_workers(self.strategy, layout, "step of the latest checkpoint", start_step)
+        log = TrainingLog(self.model_dir, layout.is_chief, start_step, recipe.num_train_steps)
+        preemption, maintenance = PreemptionWatcher(trainer.stop_requested), MaintenanceWatcher()
+        controller = Controller(
+            trainer=trainer, log=log, save_checkpoints_steps=recipe.save_checkpoints_steps,
+            iterations_per_loop=recipe.iterations_per_loop, preemption=preemption,
+            peak=self._peak(layout), evaluator=self._evaluate if recipe.eval.input_file else None,
+            max_seconds_per_loop=recipe.max_seconds_per_loop, maintenance=maintenance)
+        self.parts = RunParts(layout=layout, ckpt_dir=ckpt_dir, position=position, config=config, masker=masker,
+                              model=model, optimizer=optimizer, phase_var=phase_var, trainer=trainer, log=log,
+                              controller=controller, preemption=preemption, maintenance=maintenance)
+        self.step = start_step
 
     def train(self):
-        """Trains every phase not finished yet; returns True when stopped on SIGTERM."""
-        recipe, layout = self.recipe, self.layout
-        for index, (phase, end) in enumerate(zip(recipe.phases, recipe.phase_ends)):
-            if self.step >= end:
-                continue
-            global_batch = recipe.phase_batch_size(phase)
-            micro, accumulation = self.trainer.micro_batching(global_batch // layout.num_replicas)
-            logging.info("Phase %s: steps %d-%d, seq %d, %d predictions; global batch %d = %d replica(s) x %d "
-                         "micro-batch(es) x %d sequences.", phase.name, self.step, end, phase.max_seq_length,
-                         phase.max_predictions_per_seq, global_batch, layout.num_replicas, accumulation, micro)
-            iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
-                phase.input_file, phase.max_seq_length, phase.max_predictions_per_seq,
-                layout.host_batch_size(global_batch), is_training=True,
-                input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None,
-                shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=self.masker))
-            checkpoint = TrainingCheckpoint(self.ckpt_dir, self.model, self.optimizer, self.phase_var, iterators,
-                                            layout.hosts, self.controller.window.sums,
-                                            recipe.keep_checkpoint_max)
-            if not self.restored:
-                checkpoint.restore(self.position[0], with_iterator=self.position[2] == index)
-                self.restored = True
-            self.phase_var.assign(index)
-            flops_per_step = global_batch * training_flops_per_sequence(
-                self.config, phase.max_seq_length, phase.max_predictions_per_seq, recipe.use_next_sentence)
-            preempted = self.controller.train_phase(phase, iterators, checkpoint, end, flops_per_step, global_batch)
-            self.step = self.trainer.step
-            if preempted:
-                return True
+        """Trains every phase not finished yet, watching for SIGTERM and maintenance notices meanwhile; returns
+        True when stopped on SIGTERM (after saving)."""
+        parts = self._prepared()
+        with parts.preemption, parts.maintenance:
+            for index, (phase, end) in enumerate(zip(self.recipe.phases, self.recipe.phase_ends)):
+                if self.step < end and self._train_phase(index, phase, end):
+                    return True
         return False
+
+    def _train_phase(self, index, phase, end):
+        recipe, parts = self.recipe, self.parts
+        layout = parts.layout
+        global_batch = recipe.phase_batch_size(phase)
+        micro, accumulation = parts.trainer.micro_batching(global_batch // layout.num_replicas)
+        logging.info("Phase %s: steps %d-%d, seq %d, %d predictions; global batch %d = %d replica(s) x %d "
+                     "micro-batch(es) x %d sequences.", phase.name, self.step, end, phase.max_seq_length,
+                     phase.max_predictions_per_seq, global_batch, layout.num_replicas, accumulation, micro)
+        iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
+            phase.input_file, phase.max_seq_length, phase.max_predictions_per_seq,
+            layout.host_batch_size(global_batch), is_training=True,
+            input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None,
+            shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=parts.masker))
+        checkpoint = TrainingCheckpoint(
+            directory=parts.ckpt_dir, model=parts.model, optimizer=parts.optimizer, phase=parts.phase_var,
+            iterators=iterators, hosts=layout.hosts, metric_window=parts.controller.window.sums,
+            max_to_keep=recipe.keep_checkpoint_max)
+        if parts.position is not None and not self.restored:
+            checkpoint.restore(parts.position[0], with_iterator=parts.position[2] == index)
+            self.restored = True
+        parts.phase_var.assign(index)
+        flops_per_step = global_batch * training_flops_per_sequence(
+            parts.config, phase.max_seq_length, phase.max_predictions_per_seq, recipe.use_next_sentence)
+        preempted = parts.controller.train_phase(phase, iterators, checkpoint, end, flops_per_step, global_batch)
+        self.step = parts.trainer.step
+        return preempted
 
     def finish(self, preempted):
         """Evaluates a completed run, draws the curves and writes the summary (not when preempted)."""
-        recipe, model_dir = self.recipe, self.model_dir
-        if not self.restored:  # the run had finished already: its final weights, for the eval
+        recipe, model_dir, parts = self.recipe, self.model_dir, self._prepared()
+        if parts.position is not None and not self.restored:  # the run had finished already: its final weights
             # The optimizer too: its update count is the global step the eval is recorded at.
-            tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).restore(self.position[0]) \
+            tf.train.Checkpoint(model=parts.model, optimizer=parts.optimizer).restore(parts.position[0]) \
                 .expect_partial().assert_existing_objects_matched()
-            logging.info("Restored the model of %s (step %d): nothing left to train.", self.position[0], self.step)
+            self.restored = True
+            logging.info("Restored the model of %s (step %d): nothing left to train.", parts.position[0], self.step)
         completed = self.step >= recipe.num_train_steps
-        eval_results = self.controller.evaluate() if completed else None
+        eval_results = parts.controller.evaluate() if completed else None
         history = read_history(os.path.join(model_dir, HISTORY_FILE))
         curves = summary = None
-        if self.layout.is_chief and not preempted:  # a preempted run has seconds left: the resumed run reports
+        if parts.layout.is_chief and not preempted:  # a preempted run has seconds left: the resumed run reports
             curves = report.plot_curves(history, os.path.join(model_dir, report.CURVES_FILE), eval_results,
                                         self.step if eval_results else None, title=f"{recipe.name}: {model_dir}")
-            lines = report.summary_lines(recipe, self.config, self.step, history, eval_results,
-                                         time.perf_counter() - self.started, self.layout, model_dir)
+            lines = report.summary_lines(recipe, parts.config, self.step, history, eval_results,
+                                         time.perf_counter() - self.started, parts.layout, model_dir)
             summary = report.write_summary(os.path.join(model_dir, report.SUMMARY_FILE), lines)
             for line in lines:
                 logging.info("%s", line)
         return PretrainingResult(model_dir=model_dir, step=self.step, completed=completed, preempted=preempted,
-                                 checkpoint=tf.train.latest_checkpoint(self.ckpt_dir), eval_results=eval_results,
-                                 last_metrics=self.controller.last_metrics, curves_png=curves, summary_file=summary)
+                                 checkpoint=tf.train.latest_checkpoint(parts.ckpt_dir), eval_results=eval_results,
+                                 last_metrics=parts.controller.last_metrics, curves_png=curves,
+                                 summary_file=summary)
 
-    def _peak(self):
-        peak = run_peak(self.strategy, self.layout.num_replicas, self.layout.num_workers,
+    def _prepared(self):
+        if self.parts is None:
+            raise RuntimeError("PretrainingRun.prepare() must run before train() and finish().")
+        return self.parts
+
+    def _peak(self, layout):
+        peak = run_peak(self.strategy, layout.num_replicas, layout.num_workers,
                         _COMPUTE_DTYPE[self.recipe.mixed_precision], peak_tflops=self.peak_tflops)
         if peak:
             logging.info("MFU is measured against %.4g TFLOP/s (%s).", peak.flops_per_second / 1e12, peak.source)
@@ -235,8 +300,8 @@ class PretrainingRun:
         dataset = pretraining_dataset(spec.input_file, spec.max_seq_length or last.max_seq_length,
                                       spec.max_predictions_per_seq or last.max_predictions_per_seq,
                                       spec.eval_batch_size, is_training=False, seed=self.recipe.seed,
-                                      masker=self.masker)
-        return evaluate(self.model, dataset, spec.max_eval_steps, self.strategy)
+                                      masker=self.parts.masker)
+        return evaluate(self.parts.model, dataset, spec.max_eval_steps, self.strategy)
 
 
 def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):

@@ -68,7 +68,7 @@ class Trainer:
     (100, 6.93, None)
     """
 
-    def __init__(self, strategy, layout, model, optimizer, max_micro_batch_size=None, jit_compile=False):
+    def __init__(self, strategy, layout, model, optimizer, *, max_micro_batch_size=None, jit_compile=False):
         self.strategy = strategy
         self.layout = layout
         self.model = model
