@@ -234,20 +234,38 @@ after = [next(iterator)["masked_lm_positions"].numpy().tolist() for iterator in 
 with tf.experimental.async_scope():
     checkpoint.restore(path)
 print("MASKED", json.dumps([after, [next(iterator)["masked_lm_positions"].numpy().tolist() for iterator in masked]]))
+
+# Two replicas per host, as on a pod: each host's batch is cut into its replicas' slices on that host.
+from bert_tf.training.strategy import SLICE_SCOPE, split_per_replica
+with tf.Graph().as_default():
+    pod = tf.distribute.MirroredStrategy([f"/job:worker/replica:0/task:{t}/device:CPU:{c}" for t in (0, 1)
+                                          for c in (0, 1)], cross_device_ops=tf.distribute.ReductionToOneDevice())
+pod_layout = worker_layout(pod)
+split = tf.function(lambda batches: pod.run(lambda features: features["input_word_ids"],
+                                            args=(split_per_replica(pod, pod_layout, batches),)))
+batches = tuple(next(iterator) for iterator in iterators)
+graph = split.get_concrete_function(batches).graph.as_graph_def()
+print("SLICES", json.dumps(sorted({node.device for node in graph.node if node.name.startswith(SLICE_SCOPE)})))
+print("SLICE_ROWS", json.dumps([[batch["input_word_ids"].numpy().tolist() for batch in batches],
+                                [replica.numpy().tolist() for replica in pod.experimental_local_results(
+                                    split(batches))]]))
 """
 
 SERVER = """
 import json, sys
 import tensorflow as tf
 cluster = tf.train.ClusterSpec(json.loads(sys.argv[1]))
-tf.distribute.Server(cluster, job_name="worker", task_index=int(sys.argv[2])).join()
+# Two CPUs per task: a pod's host holds several replicas.
+tf.distribute.Server(cluster, job_name="worker", task_index=int(sys.argv[2]),
+                     config=tf.compat.v1.ConfigProto(device_count={"CPU": 2})).join()
 """
 
 
 @pytest.mark.slow
 def test_one_client_two_hosts_one_pipeline_per_host(setup):
-    """Each host's iterator lives on its host's CPU and reads its own share of the records; the run trains to the
-    one-device weights, and a stop and resume from the checkpoint (every host's iterator in it) changes nothing."""
+    """Each host's iterator lives on its host's CPU and reads its own share of the records, and its batch is cut
+    into its replicas' slices there; the run trains to the one-device weights, and a stop and resume from the
+    checkpoint (every host's iterator in it) changes nothing."""
     import tensorflow as tf
 
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
@@ -286,6 +304,11 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
     np.testing.assert_array_equal(np.array(first[1]), whole.numpy()[1::2])
     after_save, after_restore = json.loads(out["MASKED"])
     assert after_save == after_restore and after_save[0] != after_save[1]
+    # Each host's slices are cut on that host (they were cut on the client's task, the coordinator); replica r
+    # of a host gets the r-th half of that host's batch.
+    assert json.loads(out["SLICES"]) == hosts
+    host_batches, replicas = json.loads(out["SLICE_ROWS"])
+    assert replicas == [host_batches[0][:2], host_batches[0][2:], host_batches[1][:2], host_batches[1][2:]]
     # The checkpoint holds both hosts' iterators, under names that say whose.
     keys = {name for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(model_dir))}
     assert {"iterator_host_0/.ATTRIBUTES/ITERATOR_STATE", "iterator_host_1/.ATTRIBUTES/ITERATOR_STATE"} <= keys

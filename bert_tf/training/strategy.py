@@ -8,6 +8,7 @@ of `strategy.experimental_distribute_dataset` (tensorflow#56372); plain iterator
 on from the exact record where the checkpoint was taken.
 """
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -17,6 +18,8 @@ from absl import logging
 from bert_tf.training.input_hosts import strategy_hosts
 
 STRATEGIES = ("tpu", "mirrored", "multi_worker", "one_device", "default")
+# The name scope of the ops cutting a host's batch into its replicas' slices (the tests find them by it).
+SLICE_SCOPE = "replica_slice"
 
 
 def create_strategy(name, tpu=None):
@@ -157,7 +160,7 @@ def split_per_replica(strategy, layout, host_batches):
     position = {}
     for host, batch in zip(layout.hosts, host_batches):
         for slot, replica in enumerate(host.replicas):
-            position[replica] = (batch, slot, len(host.replicas))
+            position[replica] = (batch, slot, len(host.replicas), host.device)
     return _distribute(strategy, layout, position)
 
 
@@ -171,13 +174,20 @@ def split_over_local_replicas(strategy, layout, batch):
     >>> strategy.experimental_local_results(values)[0]["input_word_ids"].shape
     TensorShape([4, 8])
     """
-    return _distribute(strategy, layout, {r: (batch, r, layout.local_replicas) for r in range(layout.local_replicas)})
+    return _distribute(strategy, layout, {r: (batch, r, layout.local_replicas, None)
+                                          for r in range(layout.local_replicas)})
 
 
 def _distribute(strategy, layout, position):
     def replica_slice(ctx):
-        batch, slot, parts = position[ctx.replica_id_in_sync_group % layout.local_replicas]
-        return batch if parts == 1 else {name: _slice(value, slot, parts) for name, value in batch.items()}
+        batch, slot, parts, device = position[ctx.replica_id_in_sync_group % layout.local_replicas]
+        if parts == 1:
+            return batch
+        # Cut where the batch is: neither TensorFlow's strategies nor the placer put the slice there, and on a pod
+        # it would run on the client's task, each host's whole batch crossing the network to it and back.
+        # (An evaluation batch is read by this process: cut where it is.)
+        with tf.device(device) if device else contextlib.nullcontext(), tf.name_scope(SLICE_SCOPE):
+            return {name: _slice(value, slot, parts) for name, value in batch.items()}
 
     return strategy.experimental_distribute_values_from_function(replica_slice)
 
