@@ -96,6 +96,14 @@ def define_instance_flags():
     flags.DEFINE_enum("names", "v1", ["v1", "v2"], "Feature names: v1 = input_ids/segment_ids (the original), "
                                                    "v2 = input_word_ids/input_type_ids (Model Garden).")
     flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
+    flags.DEFINE_bool("pack", default.pack, "Write packed rows: up to --max_instances_per_row instances per record, "
+                                            "each whole, attention kept within each (docs/record_format.md). Not "
+                                            "in the original.")
+    flags.DEFINE_integer("max_instances_per_row", default.max_instances_per_row,
+                         "With --pack: instances per row at most (Krell et al. use 3).")
+    flags.DEFINE_integer("max_predictions_per_row", None,
+                         "With --pack: masked-LM slots per row, shared by its instances (default: "
+                         "ceil(max_seq_length * masked_lm_prob) + max_instances_per_row, enough for any row).")
 
 
 def instance_options():
@@ -110,4 +118,5 @@ def instance_options():
     return InstanceOptions(
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
-        do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed)
+        do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed, pack=FLAGS.pack,
+        max_instances_per_row=FLAGS.max_instances_per_row, max_predictions_per_row=FLAGS.max_predictions_per_row)

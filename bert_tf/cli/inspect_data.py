@@ -22,8 +22,11 @@ flags.DEFINE_string("plot_file", None, "Where to write the PNG (default: no plot
 
 def main(argv):
     del argv
+    import numpy as np
+
     from bert_tf.instances.statistics import plot_statistics, statistics_of_records
     from bert_tf.records.inspection import describe_instance, structure_problems
+    from bert_tf.records.packed_rows import split_rows
     from bert_tf.records.reader import read_records
     from bert_tf.records.schema import read_schema
     from bert_tf.text.file_patterns import expand_file_patterns
@@ -33,26 +36,33 @@ def main(argv):
     vocabulary = Vocabulary.from_file(FLAGS.vocab_file).require(("[CLS]", "[SEP]", "[MASK]"), "inspecting records")
     schema = read_schema(files)
     schema.check(schema.max_seq_length, schema.max_predictions_per_seq)
+    layout = schema.row_layout
     print(f"{len(files)} file(s), {schema.names} feature names, max_seq_length {schema.max_seq_length}, "
-          f"max_predictions_per_seq {schema.max_predictions_per_seq}\n")
+          + (f"max_predictions_per_seq {schema.max_predictions_per_seq}" if layout is None else
+             f"packed rows (format {schema.names}): up to {layout.max_instances_per_row} instances and "
+             f"{layout.max_predictions_per_row} predictions per row") + "\n")
     problems = {}
     printed = 0
 
     def batches():
         nonlocal printed
         for batch in read_records(files, schema, max_records=FLAGS.max_records):
-            for i in range(min(FLAGS.num_examples - printed, len(batch["input_ids"]))):
-                record = {k: v[i] for k, v in batch.items()}
-                print(f"instance {printed}: " + describe_instance(record, vocabulary.tokens) + "\n")
+            # Packed rows are checked and shown as the instances they hold.
+            instances, row_of = split_rows(batch) if layout else (batch, np.arange(len(batch["input_ids"])))
+            for i in range(min(FLAGS.num_examples - printed, len(instances["input_ids"]))):
+                record = {k: v[i] for k, v in instances.items()}
+                where = f" (row {row_of[i]})" if layout else ""
+                print(f"instance {printed}{where}: " + describe_instance(record, vocabulary.tokens) + "\n")
                 printed += 1
-            for rule, count in structure_problems(batch, vocabulary.cls_id, vocabulary.sep_id).items():
+            for rule, count in structure_problems(instances, vocabulary.cls_id, vocabulary.sep_id).items():
                 problems[rule] = problems.get(rule, 0) + count
             yield batch
 
     stats = statistics_of_records(batches(), schema.max_seq_length, schema.max_predictions_per_seq,
                                   vocabulary.mask_id)
     bad = {rule: count for rule, count in problems.items() if count}
-    print(f"structure checks: {'all passed' if not bad else bad} ({stats.instances} records)")
+    print(f"structure checks: {'all passed' if not bad else bad} ("
+          + (f"{stats.instances} records)" if not layout else f"{stats.instances} instances in {stats.rows} rows)"))
     print("\n".join(stats.summary_lines()))
     if FLAGS.plot_file:
         plot_statistics(stats, FLAGS.plot_file)

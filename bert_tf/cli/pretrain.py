@@ -53,6 +53,8 @@ flags.DEFINE_boolean("jit_compile", None, "Compile each replica's forward and ba
 flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords evaluated at the end with the original metrics.")
 flags.DEFINE_enum("optimizer", None, OPTIMIZERS, "adamw (the original AdamWeightDecay) or lamb.")
 flags.DEFINE_boolean("dynamic_masking", None, "Draw new masks for every batch (RoBERTa) instead of the records'.")
+flags.DEFINE_boolean("row_packing", None, "Pack unpacked records into rows of several instances in the input "
+                     "pipeline (the batch counts rows; records written with --pack are packed already).")
 flags.DEFINE_boolean("use_next_sentence", None, "Train the next-sentence loss (false: masked LM only).")
 flags.DEFINE_integer("seed", None, "Seed of the initialisation, the data order and dropout.")
 flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: the "

@@ -13,9 +13,11 @@ import random
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.inputs import row_packing
 from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.checked_reading import checked_records, expected_record_bytes, join_message
 from bert_tf.records.compression import detect_compression
+from bert_tf.records.packed_rows import FORMAT_FEATURE
 from bert_tf.records.schema import read_schema
 from bert_tf.text.file_patterns import expand_file_patterns
 
@@ -23,6 +25,7 @@ MODEL_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_p
                   "masked_lm_weights", "next_sentence_labels")
 DEFAULT_SHUFFLE_BUFFER = 1000
 DEFAULT_CYCLE_LENGTH = 8
+DEFAULT_PACKING_WINDOW = 256  # unpacked records packed together (more: fuller rows, more memory)
 # Only these features are needed to mask on the fly; the rest are filled in when the records lack them.
 _DYNAMIC_REQUIRED = ("input_ids",)
 
@@ -30,7 +33,8 @@ _DYNAMIC_REQUIRED = ("input_ids",)
 def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq, batch_size, *, is_training=True,
                         input_context=None, names="auto", compression="auto",
                         shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, seed=None, cycle_length=None,
-                        num_parallel_calls=tf.data.AUTOTUNE, masker=None):
+                        num_parallel_calls=tf.data.AUTOTUNE, masker=None, row_layout=None,
+                        packing_window=DEFAULT_PACKING_WINDOW):
     """Batches of pre-training features read from TFRecords in the original format.
 
     Each element is a dict with the model's names: `input_word_ids`, `input_mask`, `input_type_ids` int32
@@ -62,6 +66,13 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
         masker: a `DynamicMasker` to mask on the fly (RoBERTa's dynamic masking): the records then need only
             `input_ids` (up to max_seq_length, padded here); masks already in them are undone and drawn again,
             a new draw each epoch.
+        row_layout: a `RowLayout` to pack unpacked records into rows of several instances (packed rows,
+            records/packed_rows.py), `packing_window` records at a time; packed records (`--pack`) are read as
+            rows whatever it says, and must have this layout when it is given. Packed batches add
+            `input_position_ids`, `input_instance_ids` [batch_size, max_seq_length] and `next_sentence_positions`,
+            `next_sentence_weights` [batch_size, K]; `next_sentence_labels` is [batch_size, K] and the masked-LM
+            features have the row's prediction slots. `batch_size` counts rows. With a `masker`, the masks are
+            drawn per instance (its own budget and cap), before packing or on the packed rows.
 
     Example:
     >>> ds = pretraining_dataset("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1)  # doctest: +SKIP
@@ -109,14 +120,49 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
             records = records.repeat()
     if is_training:
         records = records.shuffle(shuffle_buffer, seed=seed)
+    mask_seed = (seed * 1_000_003 + pipeline_id) % 2 ** 31
+    if schema.packed:
+        schema.check_packed(max_seq_length, row_layout)
+        batches = records.batch(batch_size, drop_remainder=True).map(
+            _packed_parser(schema), num_parallel_calls=num_parallel_calls, deterministic=True)
+        if masker is not None:
+            layout = schema.row_layout
+            batches = batches.enumerate().map(
+                lambda index, rows: row_packing.mask_rows(masker, rows, layout, max_predictions_per_seq,
+                                                          tf.stack([tf.constant(mask_seed, tf.int64), index])),
+                num_parallel_calls=num_parallel_calls, deterministic=True)
+        return batches.prefetch(tf.data.AUTOTUNE)
+    if row_layout is not None:
+        # Windows of instances, masked as records of their own, packed, and rows batched: `batch_size` counts rows.
+        windows = records.batch(packing_window, drop_remainder=is_training)
+        windows = windows.map(_batch_parser(schema, max_seq_length, max_predictions_per_seq, None, masker),
+                              num_parallel_calls=num_parallel_calls, deterministic=True)
+        if masker is not None:
+            windows = masker.mask_batches(windows, max_predictions_per_seq, mask_seed,
+                                          num_parallel_calls=num_parallel_calls)
+        rows = windows.map(lambda instances: row_packing.pack_instances(instances, row_layout),
+                           num_parallel_calls=num_parallel_calls, deterministic=True).unbatch()
+        return rows.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
     batches = records.batch(batch_size, drop_remainder=True)
 
     parse = _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, masker)
     batches = batches.map(parse, num_parallel_calls=num_parallel_calls, deterministic=True)
     if masker is not None:
-        batches = masker.mask_batches(batches, max_predictions_per_seq, (seed * 1_000_003 + pipeline_id) % 2 ** 31,
+        batches = masker.mask_batches(batches, max_predictions_per_seq, mask_seed,
                                       num_parallel_calls=num_parallel_calls)
     return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def _packed_parser(schema):
+    """(paths [B], serialized [B]) -> packed rows with the model's names (the format version left out)."""
+    spec = schema.feature_spec()
+
+    def parse(paths, serialized):
+        parsed = tf.io.parse_example(serialized, spec)
+        parsed.pop(schema.record_name(FORMAT_FEATURE))
+        return spec_lib.to_model_features(parsed)
+
+    return parse
 
 
 def _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, masker):

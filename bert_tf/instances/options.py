@@ -2,10 +2,12 @@
 shared config schema (`bert_tf.config_schema`)."""
 
 import dataclasses
+from typing import Optional
 
 from bert_tf.config_schema import Section, check_field_types
 from bert_tf.instances.masking import MaskingRules
 from bert_tf.instances.sentence_pairs import SentencePairRules
+from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW, RowLayout
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,12 +27,17 @@ class InstanceOptions(Section):
     dupe_factor: int = 10
     do_whole_word_mask: bool = MaskingRules.do_whole_word_mask
     random_seed: int = 12345
+    # An option beyond the original: several instances per record (records/packed_rows.py).
+    pack: bool = False
+    max_instances_per_row: int = DEFAULT_MAX_INSTANCES_PER_ROW
+    max_predictions_per_row: Optional[int] = None  # None: enough for any row (`default_predictions_per_row`)
 
     def __post_init__(self):
         check_field_types(self)
         self.pair_rules  # checks max_seq_length and short_seq_prob
         super().__post_init__()  # the rules below
         self.masking_rules  # checks masked_lm_prob
+        self.row_layout  # checks the packing settings
 
     def _rules(self):
         return (("max_predictions_per_seq", 1 <= self.max_predictions_per_seq <= self.max_seq_length,
@@ -39,6 +46,19 @@ class InstanceOptions(Section):
                 ("dupe_factor", self.dupe_factor >= 1,
                  "must be at least 1 (the number of passes over the corpus, each with new masks); the original uses "
                  "10, its README 5"))
+
+    @property
+    def row_layout(self):
+        """The `RowLayout` of packed rows (None: one instance per record, the original format).
+
+        Example:
+        >>> InstanceOptions(max_seq_length=512, max_predictions_per_seq=76, pack=True).row_layout
+        RowLayout(max_seq_length=512, max_instances_per_row=3, max_predictions_per_row=80)
+        """
+        if not self.pack:
+            return None
+        return RowLayout.for_instances(self.max_seq_length, self.max_predictions_per_seq, self.masked_lm_prob,
+                                       self.max_instances_per_row, self.max_predictions_per_row)
 
     @property
     def masking_rules(self):

@@ -14,10 +14,12 @@ import random
 import numpy as np
 
 from bert_tf.instances.masking import MaskDraws, StaticMasker
+from bert_tf.instances.row_packing import pack_instances
 from bert_tf.instances.sentence_pairs import instances_from_document
 from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.example_encoder import ExampleEncoder
 from bert_tf.records.feature_spec import V1_FEATURES, record_name
+from bert_tf.records.packed_rows import PACKED_FEATURES
 from bert_tf.text.packing import pack_spans
 
 
@@ -122,8 +124,9 @@ def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
     spans = pair_spans(shard, options, rng)
     stats = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
     masker = StaticMasker.for_vocabulary(options.masking_rules, vocab)
+    layout = options.row_layout
     encoder = ExampleEncoder([(record_name(name, names), dtype.is_floating) for name, dtype, _ in V1_FEATURES])
-    records = []
+    records, chunks = [], []
     for start in range(0, len(spans), chunk_size):
         chunk = spans[start:start + chunk_size]
         ids, input_mask, segment_ids, lengths = gather_instances(shard.token_ids, chunk, options.max_seq_length,
@@ -136,7 +139,19 @@ def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
         arrays = {"input_ids": masked_ids, "input_mask": input_mask, "segment_ids": segment_ids,
                   "masked_lm_positions": positions, "masked_lm_ids": labels, "masked_lm_weights": weights,
                   "next_sentence_labels": is_random_next[:, None]}
-        records.extend(encoder.encode({record_name(name, names): value for name, value in arrays.items()}))
+        if layout is None:
+            records.extend(encoder.encode({record_name(name, names): value for name, value in arrays.items()}))
+        else:
+            chunks.append(arrays)
     # The original shuffles all instances at the end; here the shard's (the corpus is never held in memory).
-    order = np_rng.permutation(len(records))
-    return ShardResult(shard.index, [records[i] for i in order], stats)
+    order = np_rng.permutation(len(spans))
+    if layout is None:
+        return ShardResult(shard.index, [records[i] for i in order], stats)
+    # Packed rows hold the instances the unpacked records would (same draws, same order), then rows are shuffled.
+    instances = {name: np.concatenate([c[name] for c in chunks])[order] for name in chunks[0]} if chunks else {}
+    rows = pack_instances(instances, layout) if chunks else {}
+    stats.rows = len(rows.get("input_ids", ()))
+    row_encoder = ExampleEncoder([(record_name(name, names), is_float) for name, is_float, _ in PACKED_FEATURES])
+    records = row_encoder.encode({record_name(name, names): value for name, value in rows.items()}) if rows else []
+    row_order = np_rng.permutation(len(records))
+    return ShardResult(shard.index, [records[i] for i in row_order], stats)

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from bert_tf.instances.masking import num_to_predict
+from bert_tf.records.packed_rows import FORMAT_FEATURE, split_rows
 
 
 @dataclasses.dataclass
@@ -32,6 +33,7 @@ class InstanceStatistics:
     kept: int = 0       # the original token kept
     replaced: int = 0   # a random token
     at_cap: int = 0     # instances whose predictions hit max_predictions_per_seq
+    rows: int = 0       # packed rows holding the instances; 0: one instance per record
     length_histogram: np.ndarray = None
     predictions_histogram: np.ndarray = None
 
@@ -63,7 +65,8 @@ class InstanceStatistics:
         self.predictions_histogram += np.bincount(counts, minlength=self.max_predictions_per_seq + 1)
 
     def merge(self, other):
-        for field in ("instances", "random_next", "tokens", "predictions", "masked", "kept", "replaced", "at_cap"):
+        for field in ("instances", "random_next", "tokens", "predictions", "masked", "kept", "replaced", "at_cap",
+                      "rows"):
             setattr(self, field, getattr(self, field) + getattr(other, field))
         if other.one_sentence_chunks >= 0:
             self.one_sentence_chunks = max(self.one_sentence_chunks, 0) + other.one_sentence_chunks
@@ -104,13 +107,31 @@ class InstanceStatistics:
                             f"{self.max_predictions_per_seq}")
         lines.append(f"masked positions: [MASK] {self.masked / p:.2%}, random token {self.replaced / p:.2%}, "
                      f"kept {self.kept / p:.2%}")
+        lines.append(self.rows_line())
         return lines
+
+    def non_padding_share(self, rows=None):
+        """The share of a record's tokens that are not padding, over `rows` records (default: this data's)."""
+        rows = self.rows or self.instances if rows is None else rows
+        return self.tokens / max(rows * self.max_seq_length, 1)
+
+    def rows_line(self):
+        """Records, instances per record and the share of non-padding tokens (packed and one per record)."""
+        unpacked = f"{self.non_padding_share(self.instances):.2%} non-padding tokens with one instance per record"
+        if not self.rows:
+            return f"records: {self.instances}, one instance each; {unpacked}"
+        return (f"packed rows: {self.rows}, {self.instances / self.rows:.2f} instances per row; "
+                f"{self.non_padding_share():.2%} non-padding tokens ({unpacked})")
 
 
 def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask_id):
-    """`InstanceStatistics` of record batches (from `bert_tf.records.reader.read_records`)."""
+    """`InstanceStatistics` of record batches (from `bert_tf.records.reader.read_records`); packed rows are
+    counted by the instances they hold, and their rows."""
     stats = InstanceStatistics(max_seq_length, max_predictions_per_seq)
     for batch in batches:
+        if FORMAT_FEATURE in batch:
+            stats.rows += len(batch["input_ids"])
+            batch, _ = split_rows(batch, max_predictions_per_seq)
         stats.add(batch["input_mask"].sum(axis=1), batch["input_ids"], batch["masked_lm_positions"],
                   batch["masked_lm_ids"], batch["masked_lm_weights"].sum(axis=1).astype(np.int64),
                   batch["next_sentence_labels"][:, 0], None, mask_id)

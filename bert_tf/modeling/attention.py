@@ -11,10 +11,25 @@ from bert_tf.modeling.dropout import BertDropout
 MASK_ADDER = -10000.0
 
 
-def attention_mask_adder(input_mask, dtype="float32"):
-    """[B, T] mask of 1 (real) / 0 (pad) -> [B, 1, 1, T] additive bias: 0 for real keys, -10000 for pads."""
+def attention_mask_adder(input_mask, instance_ids=None, dtype="float32"):
+    """The additive attention bias: 0 where a query may attend to a key, -10000 where it may not.
+
+    Plain rows ([B, T] `input_mask`, 1 real / 0 pad): [B, 1, 1, T], every query sees the real keys of its row.
+    Packed rows (several instances per row, `instance_ids` [B, T] naming each token's instance): [B, 1, T, T],
+    block-diagonal, a query sees the real keys of its own instance only. The attention takes either shape.
+
+    Example:
+    >>> tuple(attention_mask_adder(ops.ones((2, 5))).shape)
+    (2, 1, 1, 5)
+    >>> bias = attention_mask_adder(ops.ones((1, 4)), instance_ids=ops.convert_to_tensor([[0, 0, 1, 1]]))
+    >>> (ops.convert_to_numpy(bias)[0, 0] + 0.0).tolist()[0]  # + 0.0: -0.0 reads as 0.0
+    [0.0, 0.0, -10000.0, -10000.0]
+    """
     mask = ops.cast(input_mask, dtype)
-    return (1.0 - mask)[:, None, None, :] * MASK_ADDER
+    if instance_ids is None:
+        return (1.0 - mask)[:, None, None, :] * MASK_ADDER
+    same_instance = ops.cast(ops.equal(instance_ids[:, :, None], instance_ids[:, None, :]), dtype)
+    return (1.0 - same_instance * mask[:, None, :])[:, None, :, :] * MASK_ADDER
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

@@ -65,7 +65,8 @@ class BertEmbeddings(keras.layers.Layer):
                 initializer=init)
         self.layer_norm.build((None, None, self.hidden_size))
 
-    def call(self, input_word_ids, input_type_ids, training=None):
+    def call(self, input_word_ids, input_type_ids, position_ids=None, training=None):
+        """position_ids [B, T]: each token's position (packed rows restart it at every instance); None: 0..T-1."""
         seq_length = input_word_ids.shape[1]
         if seq_length is not None and seq_length > self.max_position_embeddings:
             raise ValueError(
@@ -74,6 +75,10 @@ class BertEmbeddings(keras.layers.Layer):
         x = ops.take(self.word_embeddings, input_word_ids, axis=0)
         x = x + ops.take(self.token_type_embeddings, input_type_ids, axis=0)
         length = ops.shape(input_word_ids)[1]
+        if position_ids is not None:
+            x = x + ops.cast(ops.take(self.position_table(), ops.cast(position_ids, "int32"), axis=0), x.dtype)
+            x = ops.cast(self.layer_norm(x), self.compute_dtype)
+            return self.dropout(x, training=training)
         if self.position_embedding_type == "learned":
             # convert_to_tensor: under JAX (0.10) lax.slice no longer reads a Keras variable itself.
             table = ops.convert_to_tensor(self.position_embeddings)
@@ -85,7 +90,13 @@ class BertEmbeddings(keras.layers.Layer):
         x = ops.cast(self.layer_norm(x), self.compute_dtype)
         return self.dropout(x, training=training)
 
-    def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
+    def position_table(self):
+        """The [max_position_embeddings, H] table of position vectors (learned, or the fixed sinusoids)."""
+        if self.position_embedding_type == "learned":
+            return ops.convert_to_tensor(self.position_embeddings)
+        return sinusoidal_position_table(self.max_position_embeddings, self.hidden_size)
+
+    def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None, position_ids_shape=None):
         return tuple(input_word_ids_shape) + (self.hidden_size,)
 
     def get_config(self):

@@ -9,6 +9,8 @@ from bert_tf.modeling.embeddings import BertEmbeddings
 from bert_tf.modeling.transformer_block import TransformerBlock
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+# Packed rows (several instances per row, records/packed_rows.py) add both; without them the graph is the original's.
+PACKED_ROW_INPUTS = ("input_position_ids", "input_instance_ids")
 
 
 def check_inputs(inputs, required):
@@ -24,7 +26,9 @@ def check_inputs(inputs, required):
 class BertEncoder(BertConfigSerialization, keras.Model):
     """The BERT encoder of the original `BertModel`, as a Keras model with dict inputs and outputs.
 
-    Inputs: `input_word_ids`, `input_mask` (1 real, 0 pad), `input_type_ids`, each int32 [B, T].
+    Inputs: `input_word_ids`, `input_mask` (1 real, 0 pad), `input_type_ids`, each int32 [B, T]; for packed rows
+    (several instances per row) also `input_position_ids` (positions restarting at 0 in each instance) and
+    `input_instance_ids` (which instance each token belongs to): attention then stays within each instance.
     Outputs: `sequence_output` [B, T, H], `pooled_output` [B, H] (tanh dense on the [CLS] vector) and
     `encoder_outputs`, the list of the L blocks' outputs. Variables are named after the TF1 scopes
     (`bert/embeddings/...`, `bert/encoder/layer_N/...`, `bert/pooler/dense/...`).
@@ -89,8 +93,9 @@ class BertEncoder(BertConfigSerialization, keras.Model):
         check_inputs(inputs, ENCODER_INPUTS)
         word_ids = ops.cast(inputs["input_word_ids"], "int32")
         type_ids = ops.cast(inputs["input_type_ids"], "int32")
-        x = self.embeddings(word_ids, type_ids, training=training)
-        mask_adder = attention_mask_adder(inputs["input_mask"])
+        packed = all(name in inputs for name in PACKED_ROW_INPUTS)
+        x = self.embeddings(word_ids, type_ids, inputs["input_position_ids"] if packed else None, training=training)
+        mask_adder = attention_mask_adder(inputs["input_mask"], inputs["input_instance_ids"] if packed else None)
         encoder_outputs = []
         for block in self.blocks:
             x = block(x, mask_adder, training=training)

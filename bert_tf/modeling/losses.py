@@ -18,9 +18,13 @@ def masked_lm_loss(logits, label_ids, label_weights):
     return ops.sum(weights * per_example) / (ops.sum(weights) + MLM_DENOMINATOR_EPSILON)
 
 
-def next_sentence_loss(logits, labels):
-    """Mean cross-entropy of the [B, 2] logits against labels [B] or [B, 1]."""
-    return ops.mean(sparse_cross_entropy(logits, ops.reshape(labels, (-1,))))
+def next_sentence_loss(logits, labels, weights=None):
+    """Mean cross-entropy of the [B, 2] logits against labels [B] or [B, 1]; for packed rows, of the [B, K, 2]
+    logits against labels [B, K], over the instances (`weights` [B, K]: 1 for an instance, 0 for an empty slot)."""
+    if weights is None:
+        return ops.mean(sparse_cross_entropy(logits, ops.reshape(labels, (-1,))))
+    weights = ops.cast(weights, "float32")
+    return ops.sum(weights * sparse_cross_entropy(logits, labels)) / ops.maximum(ops.sum(weights), 1.0)
 
 
 def sparse_cross_entropy(logits, labels):
@@ -47,9 +51,14 @@ def masked_lm_accuracy(logits, label_ids, label_weights):
     return ops.sum(weights * correct) / ops.maximum(ops.sum(weights), MLM_DENOMINATOR_EPSILON)
 
 
-def next_sentence_accuracy(logits, labels):
-    labels = ops.reshape(ops.cast(labels, "int32"), (-1,))
-    return ops.mean(ops.cast(ops.equal(first_argmax(logits), labels), "float32"))
+def next_sentence_accuracy(logits, labels, weights=None):
+    """The share of instances whose argmax is the label (weights as in `next_sentence_loss`)."""
+    if weights is None:
+        labels = ops.reshape(ops.cast(labels, "int32"), (-1,))
+        return ops.mean(ops.cast(ops.equal(first_argmax(logits), labels), "float32"))
+    correct = ops.cast(ops.equal(first_argmax(logits), ops.cast(labels, "int32")), "float32")
+    weights = ops.cast(weights, "float32")
+    return ops.sum(weights * correct) / ops.maximum(ops.sum(weights), 1.0)
 
 
 def pretraining_losses(outputs, features, use_next_sentence=True):
@@ -57,7 +66,8 @@ def pretraining_losses(outputs, features, use_next_sentence=True):
 
     `loss` = masked_lm_loss + next_sentence_loss (just masked_lm_loss when `use_next_sentence` is False,
     the RoBERTa-style option). `outputs` holds `mlm_logits`/`nsp_logits`; `features` holds
-    `masked_lm_ids`, `masked_lm_weights` and `next_sentence_labels`.
+    `masked_lm_ids`, `masked_lm_weights` and `next_sentence_labels` (packed rows: and `next_sentence_weights`,
+    so that the next-sentence terms are per instance, as in a batch of the same instances unpacked).
     """
     mlm_logits = outputs["mlm_logits"]
     ids, weights = features["masked_lm_ids"], features["masked_lm_weights"]
@@ -68,7 +78,8 @@ def pretraining_losses(outputs, features, use_next_sentence=True):
     result["loss"] = result["masked_lm_loss"]
     if use_next_sentence:
         nsp_logits, labels = outputs["nsp_logits"], features["next_sentence_labels"]
-        result["next_sentence_loss"] = next_sentence_loss(nsp_logits, labels)
-        result["next_sentence_accuracy"] = next_sentence_accuracy(nsp_logits, labels)
+        weights = features.get("next_sentence_weights")
+        result["next_sentence_loss"] = next_sentence_loss(nsp_logits, labels, weights)
+        result["next_sentence_accuracy"] = next_sentence_accuracy(nsp_logits, labels, weights)
         result["loss"] = result["loss"] + result["next_sentence_loss"]
     return result

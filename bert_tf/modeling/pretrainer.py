@@ -3,9 +3,9 @@
 import keras
 
 from bert_tf.modeling.config_serialization import BertConfigSerialization, as_config
-from bert_tf.modeling.encoder import ENCODER_INPUTS, BertEncoder, check_inputs
+from bert_tf.modeling.encoder import ENCODER_INPUTS, PACKED_ROW_INPUTS, BertEncoder, check_inputs
 from bert_tf.modeling.losses import pretraining_losses
-from bert_tf.modeling.masked_lm_head import MaskedLMHead
+from bert_tf.modeling.masked_lm_head import MaskedLMHead, gather_positions
 from bert_tf.modeling.next_sentence_head import NextSentenceHead
 
 PRETRAINER_INPUTS = ENCODER_INPUTS + ("masked_lm_positions",)
@@ -18,6 +18,8 @@ class BertPretrainer(BertConfigSerialization, keras.Model):
     Inputs: the encoder's three id tensors plus `masked_lm_positions` [B, P]. Outputs: `mlm_logits` [B, P, V]
     (only at the gathered positions) and `nsp_logits` [B, 2]. `compute_losses(outputs, features)` gives the
     original losses and metrics; `fit` works on batches of the TFRecord feature dict (labels inside `x`).
+    Packed rows (several instances per row) add the encoder's `input_position_ids` and `input_instance_ids` and
+    `next_sentence_positions` [B, K] (each instance's [CLS]); `nsp_logits` is then [B, K, 2], one per instance.
 
     Args:
         config: a `BertConfig` (or a dict of its fields).
@@ -54,10 +56,15 @@ class BertPretrainer(BertConfigSerialization, keras.Model):
 
     def call(self, inputs, training=None):
         check_inputs(inputs, PRETRAINER_INPUTS)
-        encoded = self.encoder({k: inputs[k] for k in ENCODER_INPUTS}, training=training)
+        names = ENCODER_INPUTS + tuple(k for k in PACKED_ROW_INPUTS if k in inputs)
+        encoded = self.encoder({k: inputs[k] for k in names}, training=training)
         mlm_logits = self.masked_lm(encoded["sequence_output"], inputs["masked_lm_positions"],
                                     self.encoder.word_embeddings)
-        return {"mlm_logits": mlm_logits, "nsp_logits": self.next_sentence(encoded["pooled_output"])}
+        pooled = encoded["pooled_output"]
+        if "next_sentence_positions" in inputs:  # packed rows: the pooler on each instance's [CLS]
+            cls = gather_positions(encoded["sequence_output"], inputs["next_sentence_positions"])
+            pooled = self.encoder.pooler(cls)
+        return {"mlm_logits": mlm_logits, "nsp_logits": self.next_sentence(pooled)}
 
     def pretraining_variables(self):
         """The trainable variables the pre-training loss reaches, in `trainable_variables` order: all of them, or

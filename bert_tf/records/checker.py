@@ -75,6 +75,8 @@ def _check_length(path, index, schema, v1_name, found, max_seq_length, max_predi
     """Every record, not only the first, must have the schema's lengths."""
     kind = dict((name, kind) for name, _, kind in spec_lib.V1_FEATURES)[v1_name]
     expected = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)[kind]
+    if schema.packed and kind != "seq":  # a packed row's slots: those of the file's first row (checked there)
+        expected = schema.length_of[v1_name]
     if found != expected and not (shorter_sequences and kind == "seq" and found < expected):
         flag = "max_seq_length" if kind == "seq" else "max_predictions_per_seq"
         raise InputError(f"Record {index} of {path} has {schema.record_name(v1_name)} of length {found}, expected "

@@ -8,14 +8,14 @@ the first record unless given.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.checked_reading import read_error_text
 from bert_tf.records.compression import detect_compression
 from bert_tf.records.schema import read_schema
 
 
 def read_records(paths, schema=None, batch_size=1024, max_records=None):
-    """Batches of parsed records from files (in file order): dicts of numpy arrays keyed by v1 names.
+    """Batches of parsed records from files (in file order): dicts of numpy arrays keyed by v1 names (packed
+    rows with their own features, records/packed_rows.py).
 
     A corrupt record raises a ValueError naming its file.
 
@@ -27,7 +27,7 @@ def read_records(paths, schema=None, batch_size=1024, max_records=None):
     paths = [paths] if isinstance(paths, str) else list(paths)
     schema = schema or read_schema(paths)
     spec = schema.feature_spec()
-    to_v1 = {schema.record_name(name): name for name, _, _ in spec_lib.V1_FEATURES}
+    to_v1 = {schema.record_name(name): name for name in schema.length_of}
     seen = 0
     for path in paths:
         compression = detect_compression(path)
@@ -51,7 +51,7 @@ def read_records(paths, schema=None, batch_size=1024, max_records=None):
 def parse_record(serialized, schema):
     """One serialized record -> dict of numpy arrays keyed by v1 names (tf.io.parse_single_example)."""
     parsed = tf.io.parse_single_example(serialized, schema.feature_spec())
-    return {name: parsed[schema.record_name(name)].numpy() for name, _, _ in spec_lib.V1_FEATURES}
+    return {name: parsed[schema.record_name(name)].numpy() for name in schema.length_of}
 
 
 def concatenate(batches):

@@ -9,6 +9,7 @@ from bert_tf.errors import InputError
 from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.checked_reading import first_record
 from bert_tf.records.compression import detect_compression
+from bert_tf.records.packed_rows import FORMAT_FEATURE, PACKED_FEATURES, RowLayout
 
 NAMES = ("auto",) + spec_lib.NAME_VERSIONS
 _FLAG_OF_KIND = {"seq": "max_seq_length", "pred": "max_predictions_per_seq", "one": "the label length"}
@@ -49,14 +50,44 @@ class RecordSchema:
 
     @property
     def max_predictions_per_seq(self):
+        """Prediction slots per record (in packed rows, shared by the row's instances)."""
         return self.length_of.get("masked_lm_positions")
+
+    @property
+    def packed(self):
+        """Whether the records are packed rows (several instances each, records/packed_rows.py)."""
+        return FORMAT_FEATURE in self.length_of
+
+    @property
+    def row_layout(self):
+        """The `RowLayout` of packed records (None for records of one instance)."""
+        if not self.packed:
+            return None
+        return RowLayout(self.max_seq_length, self.length_of["next_sentence_labels"], self.max_predictions_per_seq)
 
     def record_name(self, v1_name):
         return spec_lib.record_name(v1_name, self.names)
 
     def feature_spec(self):
         """The `tf.io.FixedLenFeature` dict that parses these records (complete records only)."""
+        if self.packed:
+            return {self.record_name(name): tf.io.FixedLenFeature([length], tf.float32 if is_float else tf.int64)
+                    for (name, is_float, _), length in zip(PACKED_FEATURES, self.row_layout.lengths().values())}
         return spec_lib.feature_spec(self.max_seq_length, self.max_predictions_per_seq, self.names)
+
+    def check_packed(self, max_seq_length, layout=None):
+        """For packed records: raises an InputError unless their rows have max_seq_length tokens (and, when a
+        `RowLayout` is asked for, its instances and prediction slots per row)."""
+        found = self.row_layout
+        if found.max_seq_length != max_seq_length:
+            raise InputError(f"Packed rows in {self.path} have {found.max_seq_length} tokens, not max_seq_length="
+                             f"{max_seq_length}: pass the max_seq_length the rows were written with or write them "
+                             f"again.")
+        if layout is not None and layout != found:
+            raise InputError(f"Packed rows in {self.path} hold {found.max_instances_per_row} instances and "
+                             f"{found.max_predictions_per_row} prediction slots per row, the run asks for "
+                             f"{layout.max_instances_per_row} and {layout.max_predictions_per_row}: pass the row "
+                             f"packing settings the records were written with, or write them again.")
 
     def check(self, max_seq_length, max_predictions_per_seq, required=None, shorter_sequences=False,
               masks=True):
@@ -73,6 +104,9 @@ class RecordSchema:
             raise InputError(f"The records of {self.path} lack {missing} (they hold "
                              f"{sorted(self.record_name(n) for n in held)}): write them with "
                              f"bert-create-pretraining-data, or mask unmasked records on the fly (dynamic masking).")
+        if self.packed:
+            self.check_packed(max_seq_length)
+            return
         wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
         for v1_name, _, kind in spec_lib.V1_FEATURES:
             if v1_name not in held or (kind == "pred" and not masks):
@@ -99,7 +133,8 @@ def schema_of_record(serialized, path="the records", names="auto"):
         raise ValueError(f"names={names!r} was asked but the records of {path} use the {found} names: pass "
                          f"names='auto' or names={found!r}.")
     lengths = []
-    for v1_name, _, _ in spec_lib.V1_FEATURES:
+    packed = FORMAT_FEATURE in feature_map
+    for v1_name in [name for name, _, _ in (PACKED_FEATURES if packed else spec_lib.V1_FEATURES)]:
         name = spec_lib.record_name(v1_name, found)
         if name in feature_map:
             feature = feature_map[name]

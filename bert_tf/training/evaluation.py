@@ -53,12 +53,16 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
         sums = {"mlm_correct": tf.reduce_sum(weights * correct), "mlm_loss": tf.reduce_sum(weights * example_loss),
                 "mlm_weight": tf.reduce_sum(weights)}
         if model.use_next_sentence:
-            nsp_log_probs = tf.nn.log_softmax(tf.cast(outputs["nsp_logits"], tf.float32), axis=-1)
+            # Over instances: a packed row's [K, 2] logits count once per instance it holds.
+            nsp_log_probs = tf.reshape(tf.nn.log_softmax(tf.cast(outputs["nsp_logits"], tf.float32), axis=-1),
+                                       [-1, 2])
             labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+            instance = (tf.reshape(tf.cast(features["next_sentence_weights"], tf.float32), [-1])
+                        if "next_sentence_weights" in features else tf.ones_like(labels, tf.float32))
             sums["nsp_correct"] = tf.reduce_sum(
-                tf.cast(tf.equal(tf.argmax(nsp_log_probs, -1, output_type=tf.int32), labels), tf.float32))
-            sums["nsp_loss"] = -tf.reduce_sum(tf.gather(nsp_log_probs, labels, batch_dims=1))
-            sums["examples"] = tf.cast(tf.size(labels), tf.float32)
+                instance * tf.cast(tf.equal(tf.argmax(nsp_log_probs, -1, output_type=tf.int32), labels), tf.float32))
+            sums["nsp_loss"] = -tf.reduce_sum(instance * tf.gather(nsp_log_probs, labels, batch_dims=1))
+            sums["examples"] = tf.reduce_sum(instance)
         return tf.stack([sums[name] for name in names])
 
     @tf.function

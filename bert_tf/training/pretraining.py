@@ -24,6 +24,7 @@ from bert_tf.config import BertConfig
 from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
+from bert_tf.instances.masking import MaskingRules
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.text.vocabulary import read_vocab_file
@@ -242,7 +243,9 @@ class PretrainingRun:
             phase.input_file, phase.max_seq_length, phase.max_predictions_per_seq,
             layout.host_batch_size(global_batch), is_training=True,
             input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None,
-            shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=parts.masker))
+            shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=parts.masker,
+            row_layout=self._row_layout(phase.max_seq_length, phase.max_predictions_per_seq),
+            packing_window=recipe.row_packing.window))
         checkpoint = TrainingCheckpoint(
             directory=parts.ckpt_dir, model=parts.model, optimizer=parts.optimizer, phase=parts.phase_var,
             iterators=iterators, hosts=layout.hosts, metric_window=parts.controller.window.sums,
@@ -295,13 +298,21 @@ class PretrainingRun:
             logging.info("MFU is measured against %.4g TFLOP/s (%s).", peak.flops_per_second / 1e12, peak.source)
         return peak
 
+    def _row_layout(self, max_seq_length, max_predictions_per_seq):
+        """The rows the input pipeline packs (None: records as they are); slots sized for the masking rate."""
+        rate = self.recipe.dynamic_masking.masked_lm_prob if self.parts.masker else MaskingRules.masked_lm_prob
+        return self.recipe.row_packing.row_layout(max_seq_length, max_predictions_per_seq, rate)
+
     def _evaluate(self):
         spec, last = self.recipe.eval, self.recipe.phases[-1]
         dataset = pretraining_dataset(spec.input_file, spec.max_seq_length or last.max_seq_length,
                                       spec.max_predictions_per_seq or last.max_predictions_per_seq,
                                       spec.eval_batch_size, is_training=False, seed=self.recipe.seed,
-                                      masker=self.parts.masker)
-        return evaluate(self.parts.model, dataset, spec.max_eval_steps, self.strategy)
+                                      masker=self.parts.masker, row_layout=self._row_layout(
+                                          spec.max_seq_length or last.max_seq_length,
+                                          spec.max_predictions_per_seq or last.max_predictions_per_seq),
+                                      packing_window=self.recipe.row_packing.window)
+        return evaluate(self.model, dataset, spec.max_eval_steps, self.strategy)
 
 
 def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):

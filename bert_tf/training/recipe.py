@@ -39,6 +39,7 @@ OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
 # The original scripts' flag names for fields that live in a section.
 ALIASES = {"optimizer": "optimizer.name", "dynamic_masking": "dynamic_masking.enabled",
+           "row_packing": "row_packing.enabled",
            "eval_input_file": "eval.input_file", "bert_config_file": "model.bert_config_file"}
 
 
@@ -123,6 +124,35 @@ class DynamicMaskingSpec(_Section):
 
 
 @dataclasses.dataclass(frozen=True)
+class RowPackingSpec(_Section):
+    """Packed rows (an option, not in the original): unpacked records packed in the input pipeline, up to
+    `max_instances_per_row` whole instances per row, attention kept within each (records written with
+    `bert-create-pretraining-data --pack` are read as packed rows whatever this says). The batch counts rows.
+    `max_predictions_per_row` null: enough slots for any row at the masking rate; `window`: records packed together.
+    """
+
+    SECTION = "row_packing"
+    enabled: bool = False
+    max_instances_per_row: int = 3
+    max_predictions_per_row: Optional[int] = None
+    window: int = 256
+
+    def _rules(self):
+        return (("max_instances_per_row", self.max_instances_per_row >= 2, "must be at least 2 (Krell et al. use 3)"),
+                ("max_predictions_per_row", self.max_predictions_per_row is None or self.max_predictions_per_row > 0,
+                 "must be a positive integer or null"),
+                ("window", self.window > 0, "must be a positive integer"))
+
+    def row_layout(self, max_seq_length, max_predictions_per_seq, masked_lm_prob):
+        """The `RowLayout` of a phase's rows (None when disabled)."""
+        if not self.enabled:
+            return None
+        from bert_tf.records.packed_rows import RowLayout
+        return RowLayout.for_instances(max_seq_length, max_predictions_per_seq, masked_lm_prob,
+                                       self.max_instances_per_row, self.max_predictions_per_row)
+
+
+@dataclasses.dataclass(frozen=True)
 class EvalSpec(_Section):
     """Evaluation on held-out records (the original `--do_eval`); lengths default to the last phase's."""
 
@@ -142,7 +172,8 @@ class EvalSpec(_Section):
                  "must be a positive integer or null"))
 
 
-SECTIONS = {"model": ModelSpec, "optimizer": OptimizerSpec, "dynamic_masking": DynamicMaskingSpec, "eval": EvalSpec}
+SECTIONS = {"model": ModelSpec, "optimizer": OptimizerSpec, "dynamic_masking": DynamicMaskingSpec,
+            "row_packing": RowPackingSpec, "eval": EvalSpec}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,6 +211,7 @@ class Recipe(_Section):
     mixed_precision: str = "float32"
     jit_compile: bool = False
     dynamic_masking: DynamicMaskingSpec = DynamicMaskingSpec()
+    row_packing: RowPackingSpec = RowPackingSpec()
     use_next_sentence: bool = True
     eval: EvalSpec = EvalSpec()
     seed: int = 12345
