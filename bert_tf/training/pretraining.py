@@ -312,7 +312,7 @@ class PretrainingRun:
                                           spec.max_seq_length or last.max_seq_length,
                                           spec.max_predictions_per_seq or last.max_predictions_per_seq),
                                       packing_window=self.recipe.row_packing.window)
-        return evaluate(self.model, dataset, spec.max_eval_steps, self.strategy)
+        return evaluate(self.parts.model, dataset, spec.max_eval_steps, self.strategy)
 
 
 def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):
