@@ -4,17 +4,16 @@ is a `BertPretrainer`.
 `bert-convert` and `bert-pretrain` write one; `load_encoder` / `load_pretrainer`, `bert-export` and `bert-finetune`
 read it. A pre-training `--model_dir` holds more objects next to `model` (optimizer, step, iterator), which
 loading ignores. Every file goes through `tf.io.gfile`, so a directory on gs:// (as TPUs need) or any other
-TensorFlow filesystem is written and read back like a local one. The config and vocab are written to a temporary
-name and renamed, so an interrupted write leaves the old file or the new one, never half of one.
+TensorFlow filesystem is written and read back like a local one. The config and vocab are written atomically
+(`bert_tf/atomic_output.py`), so an interrupted write leaves the old file or the new one, never half of one.
 """
 
-import contextlib
 import os
-import uuid
 
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.atomic_output import make_directories, write_text_atomically
 from bert_tf.config import BertConfig
 from bert_tf.modeling.pretrainer import BertPretrainer
 
@@ -43,46 +42,6 @@ def read_config(model_dir):
             f"No {CONFIG_FILE} in {model_dir}: pass a directory written by bert-convert or bert-pretrain.")
     with tf.io.gfile.GFile(path, "r") as f:
         return BertConfig.from_json_string(f.read(), path)
-
-
-def write_text_atomically(path, text):
-    """Writes `text` to `path` through a temporary name in the same directory and a rename.
-
-    >>> write_text_atomically("ram://example/notes.txt", "hello")
-    >>> tf.io.gfile.GFile("ram://example/notes.txt").read()
-    'hello'
-    """
-    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
-    with tf.io.gfile.GFile(temporary, "w") as f:
-        f.write(text)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
-
-
-@contextlib.contextmanager
-def directory_written_atomically(directory):
-    """Yields a new empty directory beside `directory` to write into; when the block ends without an error it
-    takes the place of `directory` (absent, or a folder the caller found empty or free to replace), else it is
-    removed. So an interrupted export never leaves a half-written directory under that name, and a rerun is not
-    refused.
-
-    >>> import tempfile
-    >>> target = os.path.join(tempfile.mkdtemp(), "export")
-    >>> with directory_written_atomically(target) as partial:
-    ...     write_text_atomically(os.path.join(partial, "a.txt"), "complete")
-    >>> os.listdir(target), os.path.exists(target + f".partial-{os.getpid()}")
-    (['a.txt'], False)
-    """
-    partial = f"{directory.rstrip('/')}.partial-{os.getpid()}"
-    tf.io.gfile.makedirs(partial)
-    try:
-        yield partial
-        if tf.io.gfile.isdir(directory):
-            tf.io.gfile.rmtree(directory)
-        tf.io.gfile.rename(partial, directory)
-    finally:
-        if tf.io.gfile.exists(partial):
-            tf.io.gfile.rmtree(partial)
 
 
 def write_config(model_dir, config):
@@ -127,7 +86,7 @@ def write_model_dir(model_dir, model, vocab_file=None, step=0, heads=True):
     >>> load_pretrainer("ram://converted").config.vocab_size
     64
     """
-    tf.io.gfile.makedirs(model_dir)
+    make_directories(model_dir)
     write_config(model_dir, model.config)
     if vocab_file:
         copy_vocab(vocab_file, model_dir)

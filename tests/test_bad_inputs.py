@@ -8,13 +8,18 @@ for every bad input found; add a file to `paths` when a row needs one.
 
 import collections
 import errno
+import os
+import socket
+import stat
 
 import pytest
 import tensorflow as tf
 
 from bert_tf import BertPretrainer
 from bert_tf.cli import app
-from bert_tf.model_dir import write_model_dir
+from bert_tf.model_dir import write_config, write_model_dir
+from bert_tf.text.bible import write_bible_split
+from bert_tf.text.vocab_learning import write_vocab as write_vocab_file
 from helpers import run_cli, tiny_config
 from pretraining_records import write_records, write_vocab
 
@@ -35,6 +40,10 @@ ROWS = {
             ["is empty", "--input_file"]),
         Row("binary corpus", ["--input_file={records}", "--vocab_size=30", "--output_file={out}/vocab.txt"], 2,
             ["input_file {records} is not UTF-8 text", "NUL byte"]),
+        Row("output a full character device", ["--input_file={corpus}", "--vocab_size=30", "--output_file={out}/full"],
+            2, ["{out}/full", "ENOSPC"]),
+        Row("output a FIFO", ["--input_file={corpus}", "--vocab_size=30", "--output_file={out}/fifo"], 2,
+            ["{out}/fifo is a FIFO"]),
     ],
     "create_pretraining_data": [
         Row("vocab file missing", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
@@ -50,6 +59,12 @@ ROWS = {
         Row("vocab without [MASK]", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
                                      "--vocab_file={vocab_without_mask}"], 2,
             ["lacks the special token(s) ['[MASK]']", "bert-vocab"]),
+        Row("output a full character device", ["--input_file={corpus}", "--output_file={out}/full",
+                                               "--vocab_file={vocab}"], 2, ["{out}/full", "ENOSPC"]),
+        Row("output a socket", ["--input_file={corpus}", "--output_file={out}/socket", "--vocab_file={vocab}"], 2,
+            ["{out}/socket is a socket"]),
+        Row("output a block device", ["--input_file={corpus}", "--output_file={out}/block", "--vocab_file={vocab}"],
+            2, ["{out}/block is a block device"]),
     ],
     "inspect_data": [
         Row("corrupt record file", ["--input_file={corrupt_records}", "--vocab_file={vocab}"], 2,
@@ -86,12 +101,21 @@ ROWS = {
         Row("model_dir is a file", ["--config={recipe}", "--model_dir={file}"], 2, ["{file}"]),
         Row("peak_tflops zero", ["--config={recipe}", "--model_dir={out}/run", "--peak_tflops=0"], 2,
             ["--peak_tflops=0.0 must be a positive number"]),
+        Row("model_dir a FIFO", ["--config={recipe}", "--model_dir={out}/fifo"], 2, ["{out}/fifo is a FIFO"]),
     ],
     "export": [
-        Row("model_dir missing", ["--model_dir={out}/none", "--output_dir={out}/exported"], 2, ["{out}/none"]),
+        Row("model_dir missing", ["--model_dir={out}/none", "--output_dir={out}/exported"], 2,
+            ["--model_dir {out}/none does not exist"]),
+        Row("model_dir a file", ["--model_dir={file}", "--output_dir={out}/exported"], 2,
+            ["--model_dir {file} is not a directory"]),
         Row("seq length over the positions", ["--model_dir={model}", "--output_dir={out}/exported",
                                                "--max_seq_length=600"], 2,
             ["seq_length=600 must lie in [3, max_position_embeddings=32]"]),
+        Row("output_dir a character device", ["--model_dir={model}", "--max_seq_length=16",
+                                              "--output_dir={out}/null"], 2,
+            ["{out}/null is a character device, not a directory"]),
+        Row("output_dir a FIFO", ["--model_dir={model}", "--max_seq_length=16", "--output_dir={out}/fifo"], 2,
+            ["{out}/fifo is a FIFO (named pipe), not a directory"]),
     ],
     "finetune": [
         Row("directory as train file", ["--init_checkpoint={out}/none", "--train_file={dir}", "--dev_file={dir}",
@@ -110,6 +134,9 @@ ROWS = {
         Row("train file not UTF-8", ["--init_checkpoint={model}", "--train_file={latin1_table}",
                                      "--dev_file={table}", "--output_dir={out}/finetuned"], 2,
             ["{latin1_table} is not UTF-8 text", "save it as UTF-8"]),
+        Row("output dir a FIFO", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
+                                  "--output_dir={out}/fifo"], 2,
+            ["{out}/fifo is a FIFO (named pipe), not a directory"]),
     ],
     "convert": [
         Row("input missing", ["--from=hf", "--input={out}/none", "--output={out}/converted"], 2, ["{out}/none"]),
@@ -118,6 +145,12 @@ ROWS = {
         Row("vocab size differs from the config", ["--from=hf", "--input={hf_short_vocab}",
                                                    "--output={out}/converted"], 2,
             ["has 100 tokens but", "says vocab_size=30522", "--allow_vocab_mismatch"]),
+        Row("output a FIFO", ["--from=hf", "--input={minilm}", "--output={out}/fifo"], 2,
+            ["{out}/fifo is a FIFO (named pipe), not a directory"]),
+        Row("HF output a character device", ["--to=hf", "--input={model}", "--output={out}/null"], 2,
+            ["{out}/null is a character device, not a directory"]),
+        Row("keras-hub output a socket", ["--to=keras_hub", "--input={model}", "--output={out}/socket"], 2,
+            ["{out}/socket is a socket, not a directory"]),
     ],
 }
 
@@ -156,7 +189,34 @@ def paths(tmp_path_factory, minilm_dir):
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
             "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
             "model": root / "model", "table": root / "table.csv", "latin1_table": root / "latin1.csv",
-            "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab"}
+            "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab", "minilm": minilm_dir}
+
+
+# Output paths that are not regular files, made in a test's own folder (never the machine's /dev/*) when a row
+# names `{out}/<name>`: (file type, device numbers): /dev/full's and /dev/null's numbers, a loop device.
+NODES = {"full": (stat.S_IFCHR, (1, 7)), "null": (stat.S_IFCHR, (1, 3)), "block": (stat.S_IFBLK, (7, 0)),
+         "fifo": (stat.S_IFIFO, None), "socket": (stat.S_IFSOCK, None)}
+
+
+def make_node(path, node):
+    """Makes the node NODES[node] at `path`; returns the path."""
+    kind, numbers = NODES[node]
+    if kind == stat.S_IFIFO:
+        os.mkfifo(path)
+    elif kind == stat.S_IFSOCK:
+        with socket.socket(socket.AF_UNIX) as server:
+            server.bind(str(path))  # the node stays after the socket closes
+    else:
+        try:
+            os.mknod(path, kind | 0o666, os.makedev(*numbers))
+        except PermissionError:
+            pytest.skip("making a device node needs root (as in the CI container)")
+    return str(path)
+
+
+def make_nodes(folder, text):
+    """Makes the nodes of NODES that `text` names as `{out}/<name>` in `folder`; returns {name: path}."""
+    return {node: make_node(os.path.join(folder, node), node) for node in NODES if "{out}/" + node in text}
 
 
 # A bert-pretrain recipe that would train (a few steps of a tiny model on `records`) but for the row's flag.
@@ -178,7 +238,10 @@ phases: [{{name: seq16, num_steps: 2, max_seq_length: 16, max_predictions_per_se
                          ids=lambda value: value.case.replace(" ", "_") if isinstance(value, Row) else value)
 def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
     names = {**paths, "out": tmp_path}
+    nodes = make_nodes(tmp_path, " ".join(row.args))
     process = run_cli(command, *(arg.format(**names) for arg in row.args))
+    assert {name: stat.S_IFMT(os.lstat(path).st_mode) for name, path in nodes.items()} == {
+        name: NODES[name][0] for name in nodes}, "an output node was replaced"
     program = "bert-" + command.replace("_", "-")
     lines = process.stderr.strip().splitlines()
     assert process.returncode == row.code, process.stderr[-3000:]
@@ -223,3 +286,46 @@ def test_classify(error, code, words):
     got_code, message = app.classify(error)
     assert (got_code, "\n" in message) == (code, False)
     assert words in message
+
+
+def _write_config_into(folder):
+    write_config(str(folder), tiny_config())
+
+
+def _split_bible_into(folder):
+    write_bible_split(str(folder))
+
+
+# Writers without a command of their own, called as the commands call them: (case, writer of a folder, the node
+# in that folder, words of the one line). Each leaves the node as it was.
+LIBRARY_ROWS = [
+    ("model-dir text file a FIFO", _write_config_into, "bert_config.json", "fifo", ["bert_config.json is a FIFO"]),
+    ("model-dir text file full", _write_config_into, "bert_config.json", "full", ["bert_config.json", "ENOSPC"]),
+    ("model dir a socket", lambda folder: write_model_dir(str(folder / "socket"), BertPretrainer(tiny_config())),
+     None, "socket", ["socket is a socket, not a directory"]),
+    ("Bible split file a FIFO", _split_bible_into, "heldout.txt", "fifo", ["heldout.txt is a FIFO"]),
+    ("Bible split file full", _split_bible_into, "train.txt", "full", ["train.txt", "ENOSPC"]),
+    ("Bible split folder a block device", lambda folder: write_bible_split(str(folder / "block")), None, "block",
+     ["block is a block device, not a directory"]),
+]
+
+
+@pytest.mark.parametrize("case, writer, name, node, words", LIBRARY_ROWS, ids=[row[0] for row in LIBRARY_ROWS])
+def test_writer_refuses_a_node_in_one_line(case, writer, name, node, words, tmp_path):
+    path = make_node(tmp_path / (name or node), node)  # named as the file the writer writes, or as a folder
+    with pytest.raises(Exception) as raised:
+        writer(tmp_path)
+    code, message = app.classify(raised.value)
+    assert code == 2 and all(word in message for word in words), message
+    assert stat.S_IFMT(os.lstat(path).st_mode) == NODES[node][0], "the node was replaced"
+
+
+def test_output_to_a_null_device_is_written_through(paths, tmp_path):
+    nodes = make_nodes(tmp_path, "{out}/null")
+    process = run_cli("create_pretraining_data", f"--input_file={paths['corpus']}", f"--output_file={nodes['null']}",
+                      f"--vocab_file={paths['vocab']}", "--dupe_factor=1")
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert "wrote" in process.stdout and stat.S_ISCHR(os.lstat(nodes["null"]).st_mode)
+    assert os.listdir(tmp_path) == ["null"]  # nothing left beside it
+    write_vocab_file(["[PAD]", "[UNK]"], nodes["null"])
+    assert stat.S_ISCHR(os.lstat(nodes["null"]).st_mode)

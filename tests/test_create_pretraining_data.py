@@ -411,7 +411,7 @@ def test_sigterm_stops_at_a_shard_boundary_with_complete_files_and_exit_143(tmp_
     process = start_cli("create_pretraining_data", "--input_format=bible", f"--output_file={output}",
                         f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=1", "--shard_size_mb=0.05",
                         "--noprogress")
-    partial = tmp_path / "train.tfrecord.partial"
+    partial = tmp_path / f"train.tfrecord.partial-{process.pid}"
     deadline = time.time() + 120
     while not (partial.exists() and partial.stat().st_size > 0) and time.time() < deadline:
         time.sleep(0.2)
@@ -426,7 +426,7 @@ def test_sigterm_stops_at_a_shard_boundary_with_complete_files_and_exit_143(tmp_
     killed = start_cli("create_pretraining_data", "--input_format=bible", f"--output_file={tmp_path}/k",
                        f"--vocab_file={uncased_vocab}", "--dupe_factor=1", "--num_workers=0", "--noprogress",
                        output=subprocess.DEVNULL)
-    while not (tmp_path / "k.partial").exists() and time.time() < deadline + 60:
+    while not (tmp_path / f"k.partial-{killed.pid}").exists() and time.time() < deadline + 60:
         time.sleep(0.2)
     killed.kill()
     killed.wait()

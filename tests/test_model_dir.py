@@ -43,7 +43,7 @@ def test_write_and_load_through_a_non_local_filesystem(tmp_path, hidden_act):
     encoder = model_dir.load_encoder(root)
     assert encoder.config.hidden_act == hidden_act
     # No temporary files are left next to the written ones.
-    assert not [name for name in tf.io.gfile.listdir(root) if ".tmp-" in name]
+    assert not [name for name in tf.io.gfile.listdir(root) if ".partial" in name]
 
 
 def test_missing_config_and_checkpoint_name_the_directory():

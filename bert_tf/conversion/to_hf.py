@@ -10,9 +10,10 @@ import numpy as np
 import tensorflow as tf
 from safetensors.numpy import save_file
 
+from bert_tf.atomic_output import check_output_directory, directory_written_atomically
 from bert_tf.conversion import hf_names
 from bert_tf.errors import InputError
-from bert_tf.model_dir import directory_written_atomically, load_pretrainer, read_config, vocab_path
+from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
 
 # BertConfig.hidden_act -> HF `hidden_act`. HF's "gelu" is the exact erf form; "gelu_new" is the original's tanh
 # approximation, written as the original writes it.
@@ -58,6 +59,7 @@ def export_hf(model_dir, output_dir, do_lower_case=True):
     """
     config = read_config(model_dir)
     values = hf_config(config, do_lower_case)
+    check_output_directory(output_dir)
     if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
         raise InputError(f"--output {output_dir} is not empty: pass a new directory.")
     weights = hf_weights(load_pretrainer(model_dir))

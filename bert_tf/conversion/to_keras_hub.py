@@ -11,9 +11,10 @@ import tempfile
 
 import tensorflow as tf
 
+from bert_tf.atomic_output import check_output_directory, directory_written_atomically
 from bert_tf.conversion.to_hf import export_hf
 from bert_tf.errors import InputError
-from bert_tf.model_dir import directory_written_atomically, read_config, vocab_path
+from bert_tf.model_dir import read_config, vocab_path
 
 KERAS_HUB_LAYER_NORM_EPS = 1e-12
 
@@ -46,6 +47,7 @@ def export_keras_hub(model_dir, output_dir, do_lower_case=True):
     if vocab_path(model_dir) is None:
         raise InputError(f"{model_dir} holds no vocab.txt, which a keras-hub preset needs for its tokenizer: copy the "
                          f"model's vocab there as vocab.txt.")
+    check_output_directory(output_dir)
     if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
         raise InputError(f"--output {output_dir} is not empty: pass a new directory.")
     with tempfile.TemporaryDirectory() as scratch:

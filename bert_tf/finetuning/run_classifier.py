@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.atomic_output import check_output_directory, write_text_atomically
 from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.finetuning.classifier import BertClassifier
 from bert_tf.finetuning.features import encode_texts
@@ -110,12 +111,11 @@ def label_ids(labels, label_names, source):
 
 def check_output_dir(output_dir):
     """Refuses an output_dir that already holds files, before any training: a second run would mix its
-    best.keras, results and serving models with the first one's."""
+    best.keras, results and serving models with the first one's; a path that is a file or node is refused too."""
+    check_output_directory(output_dir)
     if tf.io.gfile.isdir(output_dir) and tf.io.gfile.listdir(output_dir):
         raise InputError(f"--output_dir {output_dir} is not empty: pass a new directory (or remove this one) "
                          f"so two runs never mix their models.")
-    if tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
-        raise InputError(f"--output_dir {output_dir} is a file: pass a directory.")
 
 
 def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_length=128, num_train_epochs=3,
@@ -168,8 +168,7 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
     model.set_weights(evaluation.best_weights)
     print(f"best: epoch {evaluation.best_epoch}, dev accuracy: {evaluation.best_accuracy:.4f}", flush=True)
 
-    with open(os.path.join(output_dir, LABELS_FILE), "w", encoding="utf-8") as f:
-        f.write("".join(f"{name}\n" for name in label_names))
+    write_text_atomically(os.path.join(output_dir, LABELS_FILE), "".join(f"{name}\n" for name in label_names))
     paths = {"best_model": os.path.join(output_dir, BEST_MODEL),
              CLASSIFIER: export_classifier(model, version_dir(output_dir, CLASSIFIER, version), label_names)}
     if vocab_file:
@@ -177,7 +176,6 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
             version_dir(output_dir, PREPROCESSING, version), vocab_file, do_lower_case, max_seq_length,
             encoder.config.max_position_embeddings)
     result = FinetuningResult(evaluation.history, evaluation.best_epoch, evaluation.best_accuracy, majority, paths)
-    with open(os.path.join(output_dir, RESULTS_FILE), "w", encoding="utf-8") as f:
-        json.dump(dataclasses.asdict(result), f, indent=2)
+    write_text_atomically(os.path.join(output_dir, RESULTS_FILE), json.dumps(dataclasses.asdict(result), indent=2))
     logging.info("Wrote %s", paths)
     return result

@@ -9,6 +9,7 @@ import re
 
 import tensorflow as tf
 
+from bert_tf.atomic_output import AtomicFile
 from bert_tf.errors import InputError
 
 _SHARD_PATTERN = re.compile(r"^(?P<path>.+)@(?P<count>\d+)$")
@@ -63,9 +64,10 @@ def check_outputs_spare_inputs(output_files, input_files, what="an input"):
 class RoundRobinWriter:
     """TFRecord writers over several files; record k goes to file k mod len(files), as in the original.
 
-    Records go to `PATH.partial` files, renamed to their paths when the writer closes after success; after an
-    error (or `discard`) the partial files are removed. So an output path holds a complete file or nothing, and an
-    interrupted run leaves at most `.partial` files.
+    Each file is an `AtomicFile`: records go to a partial file beside its path, renamed to the path when the writer
+    closes after success; after an error (or `discard`) the partial files are removed. So an output path holds a
+    complete file or nothing, and an interrupted run leaves at most partial files. A character device
+    (`/dev/null`) is written through; a FIFO, socket or block device is refused before any file is opened.
 
     Example:
     >>> with RoundRobinWriter(["a.tfrecord", "b.tfrecord"], gzip=False) as writer:  # doctest: +SKIP
@@ -77,12 +79,8 @@ class RoundRobinWriter:
     def __init__(self, paths, gzip=False):
         self.paths = [os.fspath(path) for path in paths]
         options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
-        self._writers = []
-        for path in self.paths:
-            parent = os.path.dirname(path)
-            if parent:
-                tf.io.gfile.makedirs(parent)
-            self._writers.append(tf.io.TFRecordWriter(partial_path(path), options))
+        self._outputs = [AtomicFile(path) for path in self.paths]  # every path is checked before one is opened
+        self._writers = [tf.io.TFRecordWriter(output.write_path, options) for output in self._outputs]
         self.records_per_file = [0] * len(self.paths)
         self._next = 0
 
@@ -92,21 +90,21 @@ class RoundRobinWriter:
         self._next = (self._next + 1) % len(self._writers)
 
     def close(self):
-        """Completes the files: each partial file is renamed to its path."""
-        for writer in self._writers:
-            writer.close()
-        for path in self.paths:
-            tf.io.gfile.rename(partial_path(path), path, overwrite=True)
-        self._writers = []
+        """Completes the files: each is flushed and put in place; when one fails, the ones after it are dropped."""
+        pending, self._writers = list(zip(self._outputs, self._writers)), []
+        for index, (output, writer) in enumerate(pending):
+            try:
+                output.commit(close=writer.close)
+            except BaseException:
+                for later, later_writer in pending[index + 1:]:
+                    later.discard(close=later_writer.close)
+                raise
 
     def discard(self):
         """Drops what was written: the partial files are removed and no output path is touched."""
-        for writer in self._writers:
-            writer.close()
-        for path in self.paths:
-            if tf.io.gfile.exists(partial_path(path)):
-                tf.io.gfile.remove(partial_path(path))
-        self._writers = []
+        pending, self._writers = list(zip(self._outputs, self._writers)), []
+        for output, writer in pending:
+            output.discard(close=writer.close)
 
     def __enter__(self):
         return self
@@ -114,10 +112,12 @@ class RoundRobinWriter:
     def __exit__(self, kind, value, tb):
         if kind is None:
             self.close()
-        else:
-            self.discard()
+            return
+        outputs = self._outputs
+        self.discard()
+        for output in outputs:  # a write that failed on a full device, as one line naming it
+            explained = output.explained(value) if isinstance(value, Exception) else value
+            if explained is not value:
+                raise explained from value
 
 
-def partial_path(path):
-    """Where a file is written before it is complete."""
-    return f"{path}.partial"

@@ -7,7 +7,9 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.model_dir import directory_written_atomically, load_pretrainer, read_config, vocab_path
+from bert_tf.atomic_output import check_output_directory, directory_written_atomically
+from bert_tf.errors import InputError
+from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
 from bert_tf.serving.input_checks import check_seq_length
@@ -24,7 +26,8 @@ def version_dir(output_dir, name, version=1):
 
 
 def check_free(export_dir):
-    """Refuses to overwrite an exported version (TF Serving may be serving it)."""
+    """Refuses to overwrite an exported version (TF Serving may be serving it), and a path inside a file or node."""
+    check_output_directory(export_dir)
     if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
         raise FileExistsError(f"{export_dir} already holds a SavedModel: TF Serving treats a version as immutable, "
                               f"so export to a new version number or remove the folder first.")
@@ -114,6 +117,10 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
     >>> export_model_dir("runs/demo", "exported")  # doctest: +SKIP
     {'encoder': 'exported/encoder/1', 'encoder_mlm': 'exported/encoder_mlm/1', 'preprocessing': ...}
     """
+    if not tf.io.gfile.isdir(model_dir):
+        missing = not tf.io.gfile.exists(model_dir)
+        raise InputError(f"--model_dir {model_dir} {'does not exist' if missing else 'is not a directory'}: pass "
+                         f"the directory bert-convert or bert-pretrain wrote (bert_config.json, vocab.txt, ckpt-N).")
     for name in (ENCODER, ENCODER_MLM, PREPROCESSING):
         check_free(version_dir(output_dir, name, version))
     vocab_file = vocab_file or vocab_path(model_dir)

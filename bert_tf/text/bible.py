@@ -14,6 +14,7 @@ import itertools
 import os
 import re
 
+from bert_tf.atomic_output import AtomicFile, make_directories
 from bert_tf.text.corpus import CorpusCounts, decode
 from bert_tf.text.sentences import split_sentences
 
@@ -66,17 +67,16 @@ def write_bible_split(directory, held_out_every=10, path=None):
     """
     if held_out_every < 2:
         raise ValueError(f"held_out_every={held_out_every} must be >= 2 (every k-th chapter is held out).")
-    os.makedirs(directory, exist_ok=True)
+    make_directories(directory)
     files = {name: os.path.join(directory, f"{name}.txt") for name in ("train", "heldout")}
     chapters = {"train": 0, "heldout": 0}
-    # Written under temporary names and renamed when complete: a killed run leaves no file that looks done.
-    with open(files["train"] + ".part", "w", encoding="utf-8") as train, \
-            open(files["heldout"] + ".part", "w", encoding="utf-8") as held:
+    # Atomic files: a killed run leaves no file that looks done.
+    with AtomicFile(files["train"]) as train_output, AtomicFile(files["heldout"]) as held_output, \
+            open(train_output.write_path, "w", encoding="utf-8") as train, \
+            open(held_output.write_path, "w", encoding="utf-8") as held:
         outputs = {"train": train, "heldout": held}
         for index, sentences in enumerate(read_bible_documents(CorpusCounts(), path)):
             name = "heldout" if index % held_out_every == 0 else "train"
             outputs[name].write("\n".join(sentences) + "\n\n")
             chapters[name] += 1
-    for final in files.values():
-        os.replace(final + ".part", final)
     return files, chapters

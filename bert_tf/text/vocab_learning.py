@@ -1,26 +1,22 @@
 """Learning a WordPiece vocab from text (bert-vocab) and writing vocab files; `Vocabulary` reads them."""
 
 import itertools
-import os
 
 import tensorflow as tf
 
+from bert_tf.atomic_output import write_text_atomically
 from bert_tf.errors import InputError
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
 
 def write_vocab(tokens, vocab_file):
-    """Writes tokens one per line (ids are line numbers), to a temporary name renamed when complete, so an
-    interrupted write never leaves a partial vocab under `vocab_file`.
+    """Writes tokens one per line (ids are line numbers) with `write_text_atomically`, so an interrupted write never
+    leaves a partial vocab under `vocab_file`.
 
     Example:
     >>> write_vocab(["[PAD]", "[UNK]", "the"], "vocab.txt")  # doctest: +SKIP
     """
-    vocab_file = os.fspath(vocab_file)
-    partial = f"{vocab_file}.partial"
-    with tf.io.gfile.GFile(partial, "w") as f:
-        f.write("".join(f"{t}\n" for t in tokens))
-    tf.io.gfile.rename(partial, vocab_file, overwrite=True)
+    write_text_atomically(vocab_file, "".join(f"{t}\n" for t in tokens))
 
 
 def learn_vocab(sentences, vocab_size, do_lower_case=True, batch_size=1024):

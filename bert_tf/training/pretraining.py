@@ -20,6 +20,7 @@ from absl import logging
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.accelerators.flops import training_flops_per_sequence
 from bert_tf.accelerators.peak_flops import run_peak
+from bert_tf.atomic_output import check_output_directory, write_text_atomically
 from bert_tf.config import BertConfig
 from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.inputs.dynamic_masking import DynamicMasker
@@ -182,6 +183,7 @@ class PretrainingRun:
         optimizer, trainer and controller, and initialises a fresh run's weights from `init_checkpoint`."""
         recipe = self.recipe
         check_ready(recipe)
+        check_output_directory(self.model_dir)
         layout = worker_layout(self.strategy)
         logging.info("%s", layout.describe_input())
         ckpt_dir = checkpoint_dir(self.model_dir, layout)
@@ -380,5 +382,4 @@ def _write_model_dir_files(model_dir, config, recipe):
         vocab = model_dir_lib.vocab_path(recipe.init_checkpoint)
     if vocab and tf.io.gfile.exists(vocab):
         model_dir_lib.copy_vocab(vocab, model_dir)
-    model_dir_lib.write_text_atomically(os.path.join(model_dir, RECIPE_FILE),
-                                        yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+    write_text_atomically(os.path.join(model_dir, RECIPE_FILE), yaml.safe_dump(recipe.to_dict(), sort_keys=False))
