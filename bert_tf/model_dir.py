@@ -97,7 +97,7 @@ def write_model_dir(model_dir, model, vocab_file=None, step=0, heads=True):
 
 def restore_weights(model, path):
     """Restores `model`'s weights from a checkpoint prefix; heads missing from an encoder-only source start freshly
-    initialized, with a warning."""
+    initialized, with a warning. Returns whether the checkpoint had the pre-training heads."""
     status = tf.train.Checkpoint(model=model).restore(path).expect_partial()
     try:
         status.assert_existing_objects_matched()
@@ -105,7 +105,8 @@ def restore_weights(model, path):
         # Encoder-only sources (e.g. HF BertModel) have no pre-training heads; those start freshly initialized.
         status.assert_nontrivial_match()
         logging.warning("%s has no pre-training heads: the masked-LM and NSP heads are newly initialized.", path)
-    return path
+        return False
+    return True
 
 
 def load_pretrainer(model_dir, checkpoint=None, **kwargs):

@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
+from bert_tf.training.extended_vocab import extended_rows, restore_with_new_rows
 from bert_tf.training.input_hosts import HostIterator
 
 CHECKPOINT_NAME = "ckpt"
@@ -120,9 +121,11 @@ def iterator_keys(iterators, hosts):
     return {f"iterator_host_{host.index}": w for host, w in zip(hosts, wrapped)}
 
 
-def restore_model_weights(model, init_checkpoint):
+def restore_model_weights(model, init_checkpoint, vocab_file=None):
     """Loads only the model's weights from a converted checkpoint directory (or a `ckpt-N` prefix), as the
-    original `--init_checkpoint` did; optimizer slots and step start fresh."""
+    original `--init_checkpoint` did; optimizer slots and step start fresh. When `vocab_file` extends the
+    checkpoint's vocab.txt (`bert-vocab --extend`), its new rows start from the mean of their old pieces' rows
+    (see `extended_vocab`)."""
     path = (model_dir_lib.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
             else init_checkpoint)
     try:
@@ -133,6 +136,10 @@ def restore_model_weights(model, init_checkpoint):
     if "_CHECKPOINTABLE_OBJECT_GRAPH" not in keys or not any(k.startswith("model/") for k in keys):
         raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (no `model` object): "
                          f"convert a released TF1 or HF checkpoint first with `bert-convert --from tf1|hf`.")
-    model_dir_lib.restore_weights(model, path)
+    is_dir = tf.io.gfile.isdir(init_checkpoint)
+    rows = extended_rows(init_checkpoint, vocab_file) if is_dir else {}
+    size = model_dir_lib.read_config(init_checkpoint).vocab_size if is_dir and model_dir_lib.has_config(
+        init_checkpoint) else model.config.vocab_size
+    restore_with_new_rows(model, path, rows, size)
     logging.info("Initialized the model from %s", path)
     return path

@@ -33,6 +33,7 @@ from bert_tf.training import report
 from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, saved_position
 from bert_tf.training.controller import Controller
 from bert_tf.training.evaluation import evaluate
+from bert_tf.training.extended_vocab import grown_vocab_size
 from bert_tf.training.input_hosts import host_iterators
 from bert_tf.training.maintenance_notice import MaintenanceWatcher
 from bert_tf.training.preemption import PreemptionWatcher
@@ -208,7 +209,7 @@ class PretrainingRun:
         trainer = Trainer(self.strategy, layout, model, optimizer, max_micro_batch_size=recipe.max_micro_batch_size,
                           jit_compile=recipe.jit_compile)
         if position is None and recipe.init_checkpoint:
-            restore_model_weights(model, recipe.init_checkpoint)
+            restore_model_weights(model, recipe.init_checkpoint, recipe.vocab_file)
         start_step = position[1] if position else 0
         check_same_on_all_workers(self.strategy, layout, "step of the latest checkpoint", start_step)
         log = TrainingLog(self.model_dir, layout.is_chief, start_step, recipe.num_train_steps)
@@ -353,9 +354,14 @@ def resolve_bert_config(recipe):
         config = config.replace(**spec.overrides)
     except ValueError as e:
         raise RecipeError(f"Recipe {recipe.name!r}: model: {e}") from None
+    if vocab_size and vocab_size > config.vocab_size and grown_vocab_size(recipe.init_checkpoint, recipe.vocab_file):
+        logging.info("vocab_file %s extends the vocab of init_checkpoint %s from %d to %d rows.", recipe.vocab_file,
+                     recipe.init_checkpoint, config.vocab_size, vocab_size)
+        config = config.replace(vocab_size=vocab_size)
     if vocab_size and vocab_size > config.vocab_size:
         raise RecipeError(f"vocab_file {recipe.vocab_file} has {vocab_size} tokens but the model's vocab_size is "
-                          f"{config.vocab_size}: use the model's vocab or a config with a matching vocab_size.")
+                          f"{config.vocab_size}: use the model's vocab, a config with a matching vocab_size, or "
+                          f"a vocab that extends the init_checkpoint's (bert-vocab --extend).")
     for phase in recipe.phases:
         if phase.max_seq_length > config.max_position_embeddings:
             raise RecipeError(f"phases[{phase.name}].max_seq_length={phase.max_seq_length} exceeds the model's "
