@@ -108,6 +108,16 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
             num_train_steps=4, mixed_precision="mixed_float16", jit_compile=True, optimizer="lamb")
         result = run_pretraining(options, {model_dir + '_options'!r}, strategy=strategy, peak_tflops=1.0)
         print("OPTIONS", result.step, result.last_metrics["loss"], result.last_metrics["grad_norm"])
+        # An eval batch that does not split over the two replicas stops the run before its first step.
+        import os
+        from bert_tf.errors import InputError
+        recipe = load_recipe({setup['recipe']!r})
+        try:
+            run_pretraining(recipe.override({{"eval.input_file": recipe.phases[0].input_file,
+                                               "eval.eval_batch_size": 3}}), {model_dir + '_eval'!r},
+                            strategy=strategy, peak_tflops=1.0)
+        except InputError as e:
+            print("EVAL_BATCH", os.path.exists({model_dir + '_eval'!r}), e)
 
         # Probe: with a huge epsilon the update is linear in the gradient, so a second cross-replica sum shows.
         import keras
@@ -126,6 +136,8 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
     assert "REPLICAS 2 STEP 12" in done.stdout
     options = next(line.split() for line in done.stdout.splitlines() if line.startswith("OPTIONS"))
     assert options[1] == "4" and all(np.isfinite(float(x)) for x in options[2:])
+    assert ("EVAL_BATCH False eval_batch_size=3 does not split over the 2 replicas this process drives: use a "
+            "multiple of 2, e.g. --set=eval.eval_batch_size=4.") in done.stdout
     # The optimizer of the loop applies the already-averaged gradient (1.0) as is; Keras' default sums it again.
     probes = dict(line.split()[1:] for line in done.stdout.splitlines() if line.startswith("PROBE"))
     np.testing.assert_allclose(float(probes["False"]), -0.1 / (0.001 ** 0.5 + 1e3), rtol=1e-5)

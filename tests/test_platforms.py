@@ -1,6 +1,8 @@
 """`bert-pretrain --platform`: settings that fit each accelerator, derived from the recorded XLA memory estimate,
 and that leave the paper's recipe (global batch, schedule, phases) as it is."""
 
+import dataclasses
+
 import pytest
 import yaml
 
@@ -39,7 +41,8 @@ def test_a_platform_changes_only_how_a_step_is_computed(name):
         paper = load_recipe(recipe_name)
         fitted = apply_platform(paper, name)
         changed = {k for k, v in fitted.to_dict().items() if paper.to_dict()[k] != v}
-        assert changed <= {"mixed_precision", "max_micro_batch_size"}
+        assert changed <= {"mixed_precision", "max_micro_batch_size", "eval"}
+        assert dataclasses.replace(fitted.eval, eval_batch_size=paper.eval.eval_batch_size) == paper.eval
         assert (fitted.train_batch_size, fitted.num_train_steps, fitted.learning_rate) == (256, 1_000_000, 1e-4)
     assert paper.mixed_precision == "float32" and paper.max_micro_batch_size is None  # the original, untouched
 
@@ -49,3 +52,26 @@ def test_unknown_platforms_and_models_say_what_to_do():
         apply_platform(load_recipe("bert_base_paper"), "tpu_v9")
     with pytest.raises(RecipeError, match="has settings for the base, large presets, not for this model .tiny."):
         apply_platform(load_recipe("demo_cpu"), "a100_80gb")
+
+
+# The replicas one process drives: every chip of a TPU VM or pod slice (v4-8 has 4 chips, v5e-256 256), or the GPUs
+# of one machine.
+PROCESS_REPLICAS = {"tpu": (1, 4, 8, 16, 32, 64, 128, 256), "gpu": (1, 2, 4, 8)}
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(PLATFORMS) if PLATFORMS[n].device])
+def test_each_accelerator_platform_sets_an_eval_batch_that_splits_over_its_replicas(name):
+    """The paper's eval_batch_size 8 does not split over 16 TPU chips (one process drives them all), which the run
+    refuses before its first step; each accelerator's platform sets one that splits on its usual machines."""
+    from bert_tf.training.evaluation import check_eval_batch_size
+    from bert_tf.training.input_hosts import group_by_host
+    from bert_tf.training.strategy import WorkerLayout
+
+    fitted = apply_platform(load_recipe("bert_large_paper"), name)
+    assert fitted.eval.eval_batch_size == PLATFORMS[name].eval_batch_size
+    kind = "tpu" if name.startswith("tpu") else "gpu"
+    for replicas in PROCESS_REPLICAS[kind]:
+        per_host = min(replicas, 4 if kind == "tpu" else 8)
+        devices = [f"/job:worker/task:{r // per_host}/device:{kind.upper()}:{r % per_host}" for r in range(replicas)]
+        check_eval_batch_size(fitted.eval.eval_batch_size, WorkerLayout(replicas, replicas, 1, 0,
+                                                                         group_by_host(devices)))

@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.errors import InputError
 from bert_tf.records.reader import read_records
 from bert_tf.training.strategy import split_over_local_replicas, worker_layout
 
@@ -74,9 +75,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
     for features in dataset:
         if max_steps is not None and len(batch_losses) >= max_steps:
             break
-        if features["input_word_ids"].shape[0] % layout.local_replicas:
-            raise ValueError(f"eval_batch_size={features['input_word_ids'].shape[0]} does not split over this "
-                             f"worker's {layout.local_replicas} replicas: use a multiple of {layout.local_replicas}.")
+        check_eval_batch_size(features["input_word_ids"].shape[0], layout)
         sums = dict(zip(names, batch_sums(features).numpy().astype(np.float64) / layout.num_workers))
         totals += [sums[name] for name in names]
         # The training loss of the batch as `pretraining_losses` computes it, from the batch's sums.
@@ -96,6 +95,28 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
     results["loss"] = float(np.mean(batch_losses))
     results["eval_batches"] = len(batch_losses)
     return {k: float(v) if k != "eval_batches" else v for k, v in results.items()}
+
+
+def check_eval_batch_size(eval_batch_size, layout):
+    """Raises `InputError` unless `eval_batch_size` splits evenly over the replicas this process drives (every
+    replica evaluates an equal slice of each batch): on a pod one process drives every chip, so the paper's 8 does
+    not split over 16 or more; nor over 3, 5, 6 or 7 GPUs. `bert-pretrain --platform` sets one that divides.
+
+    Example:
+    >>> from bert_tf.training.input_hosts import group_by_host
+    >>> from bert_tf.training.strategy import WorkerLayout
+    >>> pod = WorkerLayout(16, 16, 1, 0, group_by_host([f"/job:worker/task:{t}/device:TPU:{c}"
+    ...                                                 for t in range(4) for c in range(4)]))
+    >>> check_eval_batch_size(8, pod)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    bert_tf.errors.InputError: eval_batch_size=8 does not split over the 16 replicas ...: use a multiple of 16, ...
+    >>> check_eval_batch_size(256, pod)
+    """
+    replicas = layout.local_replicas
+    if eval_batch_size % replicas:
+        valid = -(-eval_batch_size // replicas) * replicas
+        raise InputError(f"eval_batch_size={eval_batch_size} does not split over the {replicas} replicas this "
+                         f"process drives: use a multiple of {replicas}, e.g. --set=eval.eval_batch_size={valid}.")
 
 
 def unigram_baseline(train_files, eval_files):

@@ -42,6 +42,8 @@ class PlatformSettings(Section):
         device: the `device_peaks.DEVICES` key of one replica's device (None for CPUs).
         mixed_precision: the recipe's `mixed_precision` on this platform.
         models: per model preset ("base", "large"): its `ModelFit`.
+        eval_batch_size: the recipe's `eval.eval_batch_size` here, a multiple of the replicas one process drives
+            on the platform's machines (None keeps the recipe's).
 
     Example:
     >>> PlatformSettings("tpu_v4", "tpu_v4", "mixed_bfloat16", {"base": ModelFit(32)}).max_micro_batch_size("base")
@@ -53,10 +55,13 @@ class PlatformSettings(Section):
     device: Optional[str]
     mixed_precision: str
     models: dict = dataclasses.field(default_factory=dict)
+    eval_batch_size: Optional[int] = None
 
     def _rules(self):
         return (("device", self.device is None or self.device in DEVICES,
                  f"is not a known device: use one of {', '.join(sorted(DEVICES))} or null (CPU)"),
+                ("eval_batch_size", self.eval_batch_size is None or self.eval_batch_size > 0,
+                 "must be a positive integer or null"),
                 ("mixed_precision", self.mixed_precision in MIXED_PRECISION,
                  f"must be one of {', '.join(MIXED_PRECISION)}"))
 
@@ -100,7 +105,8 @@ def load_platforms(path=PLATFORMS_FILE):
 
 
 def apply_platform(recipe, name):
-    """`recipe` with the platform's mixed precision and the micro-batch of the recipe's model preset.
+    """`recipe` with the platform's mixed precision, the micro-batch of the recipe's model preset and its eval
+    batch (one that splits over the replicas a process drives there).
 
     Example:
     >>> recipe = apply_platform(load_recipe("bert_large_paper"), "a100_40gb")  # doctest: +SKIP
@@ -113,4 +119,7 @@ def apply_platform(recipe, name):
     platform = platforms[name]
     preset = None if recipe.model.bert_config_file else recipe.model.preset
     micro = platform.max_micro_batch_size(preset) if platform.models else None
-    return recipe.with_overrides(mixed_precision=platform.mixed_precision, max_micro_batch_size=micro)
+    recipe = recipe.with_overrides(mixed_precision=platform.mixed_precision, max_micro_batch_size=micro)
+    if platform.eval_batch_size:
+        recipe = recipe.override({"eval.eval_batch_size": platform.eval_batch_size})
+    return recipe

@@ -32,7 +32,7 @@ from bert_tf.text.vocabulary import read_vocab_file
 from bert_tf.training import report
 from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, saved_position
 from bert_tf.training.controller import Controller
-from bert_tf.training.evaluation import evaluate
+from bert_tf.training.evaluation import check_eval_batch_size, evaluate
 from bert_tf.training.extended_vocab import grown_vocab_size
 from bert_tf.training.input_hosts import host_iterators
 from bert_tf.training.maintenance_notice import MaintenanceWatcher
@@ -187,6 +187,8 @@ class PretrainingRun:
         check_output_directory(self.model_dir)
         layout = worker_layout(self.strategy)
         logging.info("%s", layout.describe_input())
+        if recipe.eval.input_file:
+            check_eval_batch_size(recipe.eval.eval_batch_size, layout)
         ckpt_dir = checkpoint_dir(self.model_dir, layout)
         position = saved_position(ckpt_dir)
         config = resolve_bert_config(recipe)
