@@ -19,6 +19,8 @@ from bert_tf.model_dir import load_pretrainer, write_model_dir
 from bert_tf.text.vocab_learning import write_vocab
 from bert_tf.training.checkpointing import restore_model_weights
 from bert_tf.training.extended_vocab import grown_vocab_size
+from bert_tf.training.pretraining import resolve_bert_config
+from bert_tf.training.recipe import load_recipe
 from helpers import run_cli, tiny_config
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -185,3 +187,20 @@ def test_a_converted_hf_checkpoint_continues_with_an_extended_vocab_exports_and_
     with torch.no_grad():
         logits = back(input_ids=torch.tensor([[ID["[CLS]"], 64, 2, ID["[SEP]"]]])).prediction_logits
     assert tuple(logits.shape) == (1, 4, 65)
+
+
+def test_continue_domain_recipe_takes_the_checkpoints_model_with_the_grown_vocab(checkpoint, tmp_path):
+    root, _ = checkpoint
+    recipe = load_recipe("continue_domain")
+    assert (recipe.learning_rate, recipe.num_warmup_steps, recipe.num_train_steps) == (2e-5, 1000, 100000)
+    assert (recipe.train_batch_size, recipe.phases[0].max_seq_length) == (256, 128)
+    recipe = recipe.with_overrides(max_seq_length=[16], max_predictions_per_seq=[3])  # the tiny model: 32 positions
+    grown = recipe.with_overrides(init_checkpoint=str(root / "model"),
+                                  vocab_file=extended(tmp_path, "grown.txt", BASE + ["begat", "jehoshaphat"]))
+    config = resolve_bert_config(grown)
+    assert (config.vocab_size, config.hidden_size) == (66, tiny_config().hidden_size)
+    moved = list(BASE) + ["begat"]
+    moved[ID["city"]] = "town"
+    with pytest.raises(InputError, match="line 25 is 'town'"):
+        resolve_bert_config(recipe.with_overrides(init_checkpoint=str(root / "model"),
+                                                  vocab_file=extended(tmp_path, "moved.txt", moved)))
