@@ -37,11 +37,19 @@ class BertSelfAttention(keras.layers.Layer):
     """Multi-head self-attention with the original's variables: `query`, `key`, `value` dense layers with
     [H, H] kernels (the TF1 shapes, so conversion copies them as they are).
 
-    When no dropout applies to the attention probabilities (inference, or `attention_dropout_rate=0`), the same
-    math runs through `keras.ops.dot_product_attention` (`fused_attention`: cuDNN flash attention under JAX on a
-    GPU); in training with dropout, through explicit scores, softmax and dropout (`attention_with_dropout`), as
-    the original. Keras' TensorFlow backend has no fused kernel (its dot_product_attention is the same einsums),
-    so under TensorFlow the explicit path always runs and exported graphs keep their plain ops.
+    Three executions of the same math, chosen per call:
+    - `fused_attention`: when no dropout applies to the attention probabilities (inference, or
+      `attention_dropout_rate=0`) under a backend with a fused kernel, `keras.ops.dot_product_attention` (cuDNN
+      flash attention under JAX on a GPU). Keras' TensorFlow backend has none (its dot_product_attention is the
+      same einsums), so under TensorFlow inference takes the explicit path and exported graphs keep plain ops.
+    - `recomputed_attention`: training under a 16-bit compute dtype (mixed_bfloat16, mixed_float16). Same forward
+      ops as the explicit path; the backward pass recomputes the softmax, the dropout (its mask regenerated from
+      the seed drawn for the call) and the dropped probabilities from the stored 16-bit scores, so a step keeps
+      2 bytes per [batch, heads, T, T] element instead of the float32 probabilities, the dropout mask and the
+      dropped probabilities. No matrix multiplication is computed twice.
+    - `attention_with_dropout`: everything else, float32 training included (the original's ops, autodiff as is).
+
+    `attention_bias` is `attention_mask_adder`'s: [B, 1, 1, T] for plain rows, [B, 1, T, T] for packed rows.
 
     Args:
         hidden_size: H.
@@ -77,31 +85,81 @@ class BertSelfAttention(keras.layers.Layer):
         for dense in (self.query, self.key, self.value):
             dense.build(input_shape)
 
-    def call(self, x, mask_adder, training=None):
+    def call(self, x, attention_bias, training=None):
         batch, length = ops.shape(x)[0], ops.shape(x)[1]
         heads = (batch, length, self.num_attention_heads, self.head_size)
         q, k, v = (ops.reshape(dense(x), heads) for dense in (self.query, self.key, self.value))  # [B, T, A, d]
-        if (training and self.attention_dropout_rate > 0) or keras.backend.backend() == "tensorflow":
-            context = self.attention_with_dropout(q, k, v, mask_adder, training)
+        dropout = bool(training) and self.attention_dropout_rate > 0
+        if not dropout and keras.backend.backend() != "tensorflow":
+            context = self.fused_attention(q, k, v, attention_bias)
+        elif training and self.compute_dtype != "float32":
+            # The seed is drawn here, once per call, outside the recomputed region: the layer's state advances as
+            # with plain dropout (exact resume), and the backward pass regenerates the forward's mask.
+            seed = self.dropout.next_seed() if dropout else None
+            context = self.recomputed_attention(q, k, v, attention_bias, seed)
         else:
-            context = self.fused_attention(q, k, v, mask_adder)
+            context = self.attention_with_dropout(q, k, v, attention_bias, training)
         return ops.reshape(context, (batch, length, self.hidden_size))
 
-    def fused_attention(self, q, k, v, mask_adder):
+    def fused_attention(self, q, k, v, attention_bias):
         """`attention_with_dropout` without dropout, through `keras.ops.dot_product_attention`: one fused kernel
         where the backend has one (cuDNN flash attention under JAX on a GPU), in the [B, T, A, d] layout."""
-        return ops.dot_product_attention(q, k, v, bias=mask_adder, scale=1.0 / math.sqrt(self.head_size))
+        return ops.dot_product_attention(q, k, v, bias=attention_bias, scale=1.0 / math.sqrt(self.head_size))
 
-    def attention_with_dropout(self, q, k, v, mask_adder, training=None):
-        """softmax(q k^T / sqrt(d) + mask_adder) v with dropout on the probabilities, as the original;
+    def attention_with_dropout(self, q, k, v, attention_bias, training=None):
+        """softmax(q k^T / sqrt(d) + attention_bias) v with dropout on the probabilities, as the original;
         q, k, v and the result are [B, T, A, d]."""
         q, k, v = (ops.transpose(t, (0, 2, 1, 3)) for t in (q, k, v))  # [B, A, T, d]
-        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * (1.0 / math.sqrt(self.head_size))
-        # Softmax in float32 under mixed precision.
-        scores = ops.cast(scores, "float32") + ops.cast(mask_adder, "float32")
-        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        scores = self.scores(q, k)
+        probs = ops.cast(self.probabilities(scores, attention_bias), self.compute_dtype)
         probs = self.dropout(probs, training=training)
         return ops.transpose(ops.matmul(probs, v), (0, 2, 1, 3))
+
+    def recomputed_attention(self, q, k, v, attention_bias, seed=None):
+        """`attention_with_dropout` in training with a custom gradient that keeps only the 16-bit scores of the
+        [B, A, T, T] region: the backward pass recomputes the float32 softmax, the dropout with `seed` (from
+        `BertDropout.next_seed`; None: no dropout) and the dropped probabilities, then takes the two matrix
+        multiplications' gradients and the softmax's. q, k, v and the result are [B, T, A, d]."""
+        q, k, v = (ops.transpose(t, (0, 2, 1, 3)) for t in (q, k, v))  # [B, A, T, d]
+        dropout = self.dropout
+
+        def dropped(probs, seed):
+            return probs if seed is None else dropout.dropout_with_seed(probs, seed)
+
+        @ops.custom_gradient
+        def softmax_dropout_matmul(scores, attention_bias, v, *seed):
+            seed = seed[0] if seed else None
+            probs = ops.cast(self.probabilities(scores, attention_bias), scores.dtype)
+            context = ops.matmul(dropped(probs, seed), v)
+
+            def grad(*args, upstream=None):
+                if upstream is None:
+                    (upstream,) = args
+                # 0 unless the incoming gradient is NaN: makes the recomputation depend on the backward pass, so
+                # XLA can neither hoist it into the forward pass nor merge it with the forward's (CSE), which
+                # would keep the forward's [B, A, T, T] buffers alive until the backward pass.
+                after = ops.isnan(ops.reshape(upstream, (-1,))[0])
+                again = None if seed is None else seed + ops.cast(after, seed.dtype)
+                probs32 = self.probabilities(scores + ops.cast(after, scores.dtype), attention_bias)
+                probs = ops.cast(probs32, scores.dtype)
+                d_v = ops.matmul(ops.transpose(dropped(probs, again), (0, 1, 3, 2)), upstream)
+                # Dropout's gradient is the same mask and scale applied to the incoming gradient.
+                d_probs = ops.cast(dropped(ops.matmul(upstream, ops.transpose(v, (0, 1, 3, 2))), again), "float32")
+                d_logits = probs32 * (d_probs - ops.sum(d_probs * probs32, axis=-1, keepdims=True))
+                return (ops.cast(d_logits, scores.dtype), None, d_v) + (() if seed is None else (None,))
+
+            return context, grad
+
+        context = softmax_dropout_matmul(self.scores(q, k), attention_bias, v, *(() if seed is None else (seed,)))
+        return ops.transpose(context, (0, 2, 1, 3))
+
+    def scores(self, q, k):
+        """q k^T / sqrt(d) in the compute dtype, [B, A, T, T] from [B, A, T, d]."""
+        return ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) * (1.0 / math.sqrt(self.head_size))
+
+    def probabilities(self, scores, attention_bias):
+        """The attention probabilities in float32: softmax(scores + bias), float32 under mixed precision too."""
+        return ops.softmax(ops.cast(scores, "float32") + ops.cast(attention_bias, "float32"), axis=-1)
 
     def compute_output_shape(self, input_shape, mask_shape=None):
         return input_shape

@@ -51,14 +51,25 @@ class BertDropout(keras.layers.Dropout):
     """
 
     def call(self, inputs, training=False):
+        if not training or self.rate == 0:
+            return super().call(inputs, training=training)
+        return self.dropout_with_seed(inputs, self.next_seed())
+
+    def next_seed(self):
+        """The seed of this call's mask, advancing the layer's state once (as Keras' dropout does): Keras' seed,
+        or inside `dropout_stream(index, count)` the replica's. A caller that applies the mask twice (the attention
+        recomputes it in its backward pass) draws here once and passes the seed to `dropout_with_seed`."""
+        seed = self.seed_generator.next()
         stream = getattr(_STREAM, "value", None)
-        if not training or self.rate == 0 or stream is None:
-            return super().call(inputs, training=training)
+        if stream is None:
+            return seed
         index, count = stream
-        state = self.seed_generator.state
-        seed = self.seed_generator.next()  # advances the shared state once, as every replica does
-        replica_seed = seed * ops.convert_to_tensor([1, count], seed.dtype) + ops.stack(
+        return seed * ops.convert_to_tensor([1, count], seed.dtype) + ops.stack(
             [ops.zeros((), seed.dtype), ops.cast(index, seed.dtype)])
-        # Keras' random ops take a seed only from a generator's state: draw once from the replica's seed.
-        with keras.StatelessScope(state_mapping=[(state, replica_seed)]):
-            return super().call(inputs, training=training)
+
+    def dropout_with_seed(self, inputs, seed):
+        """Training-mode dropout of `inputs` with the mask of `seed` (from `next_seed`); the layer's state is left
+        as it is, so the same seed on the same shape and dtype gives the same mask again."""
+        # Keras' random ops take a seed only from a generator's state: map the state to `seed` for one draw.
+        with keras.StatelessScope(state_mapping=[(self.seed_generator.state, seed)]):
+            return super().call(inputs, training=True)
