@@ -122,13 +122,13 @@ ROWS = {
                                         "--output_dir={out}/finetuned"], 2, ["{dir}"]),
         Row("learning rate nan", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
                                   "--learning_rate=nan", "--output_dir={out}/finetuned"], 2,
-            ["--learning_rate=nan must be a number in (0, 1]"]),
+            ["command line: learning_rate=nan must be a finite number"]),
         Row("learning rate typo", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
                                    "--learning_rate=5e5", "--output_dir={out}/finetuned"], 2,
-            ["--learning_rate=500000.0 must be a number in (0, 1]", "minus sign"]),
+            ["command line: learning_rate=500000.0 must be a number in (0, 1]", "minus sign"]),
         Row("batch size 0", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
                              "--train_batch_size=0", "--output_dir={out}/finetuned"], 2,
-            ["--train_batch_size=0 must be a positive whole number"]),
+            ["command line: train_batch_size=0 must be a positive whole number"]),
         Row("output dir not empty", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
                                      "--output_dir={model}"], 2, ["--output_dir {model} is not empty"]),
         Row("train file not UTF-8", ["--init_checkpoint={model}", "--train_file={latin1_table}",
@@ -137,6 +137,13 @@ ROWS = {
         Row("output dir a FIFO", ["--init_checkpoint={model}", "--train_file={table}", "--dev_file={table}",
                                   "--output_dir={out}/fifo"], 2,
             ["{out}/fifo is a FIFO (named pipe), not a directory"]),
+        Row("mistyped key in --config", ["--config={finetune_typo}", "--output_dir={out}/finetuned"], 2,
+            ["finetune_typo.yaml: unknown field(s) ['learnig_rate']", "'learning_rate'"]),
+        Row("--set without a value", ["--config={finetune_recipe}", "--set=learning_rate",
+                                      "--output_dir={out}/finetuned"], 2,
+            ["--set='learning_rate' must be FIELD=VALUE"]),
+        Row("no output directory", ["--config={finetune_recipe}"], 2,
+            ["No output directory: pass --output_dir=DIR or set output_dir in the --config file"]),
     ],
     "convert": [
         Row("input missing", ["--from=hf", "--input={out}/none", "--output={out}/converted"], 2, ["{out}/none"]),
@@ -174,6 +181,9 @@ def paths(tmp_path_factory, minilm_dir):
     write_model_dir(str(root / "model"), BertPretrainer(tiny_config()), str(root / "vocab.txt"))
     (root / "table.csv").write_text("text,label\nthe lord,a\njesus wept,b\n")
     (root / "latin1.csv").write_bytes("text,label\ncaf\u00e9,a\n".encode("latin-1"))
+    (root / "finetune.yaml").write_text(f"init_checkpoint: {root / 'model'}\ntrain_file: {root / 'table.csv'}\n"
+                                        f"dev_file: {root / 'table.csv'}\n")
+    (root / "finetune_typo.yaml").write_text((root / "finetune.yaml").read_text() + "learnig_rate: 2.0e-5\n")
     # HF directories: an index whose shard lies outside the folder, and MiniLM with a vocab cut to 100 tokens.
     (root / "hf_escape").mkdir()
     (root / "hf_escape" / "config.json").write_text('{"model_type": "bert"}')
@@ -189,7 +199,8 @@ def paths(tmp_path_factory, minilm_dir):
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
             "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
             "model": root / "model", "table": root / "table.csv", "latin1_table": root / "latin1.csv",
-            "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab", "minilm": minilm_dir}
+            "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab", "minilm": minilm_dir,
+            "finetune_recipe": root / "finetune.yaml", "finetune_typo": root / "finetune_typo.yaml"}
 
 
 # Output paths that are not regular files, made in a test's own folder (never the machine's /dev/*) when a row

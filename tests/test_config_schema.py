@@ -7,6 +7,7 @@ import pytest
 
 from bert_tf.config_schema import ConfigError, Section, parse_assignments
 from bert_tf.errors import InputError
+from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.training.platforms import load_platforms
 from bert_tf.training.recipe import load_recipe
@@ -56,6 +57,20 @@ def test_platforms_file_errors(tmp_path):
                                                             kind="an integer", key="max_micro_batch_size")):
         load_platforms(write(tmp_path, "platforms.yaml",
                              platforms_yaml("    models: {base: {max_micro_batch_size: '8'}}\n")))
+
+
+def test_finetuning_recipe_errors(tmp_path):
+    unknown = UNKNOWN.format(where="mrpc.yaml", key="learnig_rate", known="learning_rate")
+    with pytest.raises(ConfigError, match=unknown):
+        load_finetuning_recipe(write(tmp_path, "mrpc.yaml", "train_file: train.tsv\nlearnig_rate: 2.0e-5\n"))
+    with pytest.raises(ConfigError, match=WRONG_TYPE.format(where="mrpc.yaml", field="train_batch_size", value="32",
+                                                            kind="an integer", key="train_batch_size")):
+        load_finetuning_recipe(write(tmp_path, "mrpc.yaml", "train_batch_size: '32'\n"))
+    # --set goes through the same schema: a value of the wrong type, a field that does not exist.
+    with pytest.raises(ConfigError, match=r"^--set: max_seq_length='long' must be an integer\.$"):
+        FinetuningRecipe().override({"max_seq_length": "long"}, "--set")
+    with pytest.raises(ConfigError, match=UNKNOWN.format(where="--set", key="epochs", known="num_train_epochs")):
+        FinetuningRecipe().override({"epochs": "2"}, "--set")
 
 
 def test_rules_and_nested_sections():

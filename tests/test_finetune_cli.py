@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
+import yaml
 
 import bert_tf.finetuning  # noqa: F401  (registers BertClassifier for keras.models.load_model)
 from bert_tf import BertPretrainer
@@ -125,12 +126,17 @@ def test_sentence_pairs_from_csv_files_and_a_checkpoint_dir(tiny_model_dir, bibl
     train_rows, dev_rows = pairs(train, 1), pairs(dev, 3)
     header = ["first verse", "second verse", "relation"]
     output_dir = str(tmp_path / "out")
-    process = bert_finetune(
-        f"--init_checkpoint={tiny_model_dir / 'model'}",
-        f"--train_file={write_csv(tmp_path / 'train.csv', header, train_rows)}",
-        f"--dev_file={write_csv(tmp_path / 'dev.csv', header, dev_rows)}", "--text_column=first verse",
-        "--text_b_column=second verse", "--label_column=relation", "--max_seq_length=48", "--num_train_epochs=2",
-        "--train_batch_size=16", f"--output_dir={output_dir}")
+    # The settings from a --config file, one overridden by its flag (max_seq_length: 128 exceeds the model's
+    # 64 positions, so only the flag's 48 trains) and one by --set.
+    recipe = tmp_path / "pairs.yaml"
+    recipe.write_text(yaml.safe_dump({
+        "init_checkpoint": str(tiny_model_dir / "model"),
+        "train_file": write_csv(tmp_path / "train.csv", header, train_rows),
+        "dev_file": write_csv(tmp_path / "dev.csv", header, dev_rows), "text_column": "first verse",
+        "text_b_column": "second verse", "label_column": "relation", "max_seq_length": 128, "num_train_epochs": 3,
+        "train_batch_size": 16}))
+    process = bert_finetune(f"--config={recipe}", "--max_seq_length=48", "--set=num_train_epochs=2",
+                            f"--output_dir={output_dir}")
     results = check_report(process, output_dir, epochs=2)
     assert "96 training and 32 dev examples, labels ['different', 'same']" in process.stdout
     with open(os.path.join(output_dir, "labels.txt")) as f:
@@ -219,7 +225,7 @@ def test_wrong_columns_flags_and_data_fail_in_one_line(tiny_model_dir, tmp_path)
         ([model, f"--train_file={train}", f"--dev_file={dev}", "--max_seq_length=32"],
          "the dev data has label(s) ['z'] that the training data lacks"),
         ([model, f"--train_file={train}", f"--dev_file={dev}", "--num_train_epochs=1.5"],
-         "--num_train_epochs=1.5 must be a whole number"),
+         "command line: num_train_epochs=1.5 must be a whole number"),
     ]
     for flags, message in cases:
         process = bert_finetune(*flags, f"--output_dir={tmp_path / 'out'}")

@@ -1,0 +1,118 @@
+"""A fine-tuning run as data: `FinetuningRecipe`, checked by the shared config schema (`bert_tf.config_schema`).
+
+`bert-finetune` reads one from `--config=FILE` (YAML), then applies the flags given on its command line and
+`--set FIELD=VALUE`; each field is also a flag of the same name, generated from the field (its type, default and
+`help`), so a new option is one field here, with its rule, and the code that uses it.
+"""
+
+import dataclasses
+import os
+import typing
+from typing import Optional
+
+import tensorflow as tf
+
+from bert_tf.config_schema import ConfigError, Section, parse_value, read_yaml
+
+
+def _option(default, help_text):
+    return dataclasses.field(default=default, metadata={"help": help_text})
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningRecipe(Section):
+    """Everything `bert-finetune` needs: the model to start from, the labelled data, the training settings and
+    where the results go. Defaults are the original run_classifier.py's.
+
+    Example:
+    >>> recipe = FinetuningRecipe.from_dict({"init_checkpoint": "runs/demo", "train_file": "train.tsv",
+    ...                                      "dev_file": "dev.tsv", "learning_rate": 2e-5}, "glue.yaml")
+    >>> recipe.learning_rate, recipe.train_batch_size
+    (2e-05, 32)
+    >>> recipe.override({"num_train_epochs": "4"}, "--set").num_train_epochs
+    4
+    >>> FinetuningRecipe.from_dict({"learning_rate": 5e5}, "glue.yaml")
+    Traceback (most recent call last):
+    bert_tf.config_schema.ConfigError: glue.yaml: learning_rate=500000.0 must be a number in (0, 1]: fine-tuning uses \
+e.g. 2e-5 to 5e-5 (note the minus sign in the exponent).
+    """
+
+    init_checkpoint: Optional[str] = _option(None, "Checkpoint directory from bert-convert or bert-pretrain.")
+    init_saved_model: Optional[str] = _option(None, "Instead of --init_checkpoint: an encoder SavedModel from "
+                                                    "bert-export (its encoder/<version> folder).")
+    vocab_file: Optional[str] = _option(None, "The model's vocab (default: the one in the checkpoint dir / "
+                                              "SavedModel).")
+    do_lower_case: Optional[bool] = _option(None, "Whether the model is uncased (default: the SavedModel's own "
+                                                  "setting with --init_saved_model, else true).")
+    train_file: Optional[str] = _option(None, "Training examples: a TSV (.tsv/.txt) or CSV (.csv) file with a "
+                                              "header row.")
+    dev_file: Optional[str] = _option(None, "Dev examples, same format; evaluated after every epoch.")
+    text_column: str = _option("text", "Column (or TFDS feature) of the text, or of the first segment.")
+    text_b_column: Optional[str] = _option(None, "Column of the second segment, for sentence-pair tasks.")
+    label_column: str = _option("label", "Column (or TFDS feature) of the label.")
+    tfds_name: Optional[str] = _option(None, "Instead of files: a TFDS dataset prepared in --data_dir.")
+    data_dir: Optional[str] = _option(None, "The TFDS data_dir that holds --tfds_name (nothing downloads).")
+    train_split: str = _option("train", "TFDS split to train on.")
+    dev_split: str = _option("validation", "TFDS split to evaluate on.")
+    max_seq_length: int = _option(128, "Tokens per example, [CLS] and [SEP]s included; longer ones are cut.")
+    num_train_epochs: float = _option(3.0, "Epochs to train (a whole number: dev accuracy is reported per epoch).")
+    train_batch_size: int = _option(32, "Examples per training step.")
+    eval_batch_size: int = _option(64, "Examples per dev prediction step.")
+    learning_rate: float = _option(5e-5, "Peak learning rate of the original AdamWeightDecay (linear warmup, then "
+                                         "linear decay to 0).")
+    warmup_proportion: float = _option(0.1, "Fraction of the steps spent warming the learning rate up from 0.")
+    output_dir: Optional[str] = _option(None, "Where the best model, its results and the serving models go "
+                                              "(required).")
+    version: int = _option(1, "Version folder number of the exported serving models.")
+    seed: int = _option(12345, "Seed of the classifier head, dropout and the shuffling.")
+
+    def _rules(self):
+        whole = "must be a positive whole number"
+        return (("num_train_epochs", self.num_train_epochs >= 1 and self.num_train_epochs == int(self.num_train_epochs),
+                 "must be a whole number >= 1 (dev accuracy is reported after each epoch)"),
+                ("learning_rate", 0 < self.learning_rate <= 1,
+                 "must be a number in (0, 1]: fine-tuning uses e.g. 2e-5 to 5e-5 (note the minus sign in the "
+                 "exponent)"),
+                ("warmup_proportion", 0 <= self.warmup_proportion <= 1, "must lie in [0, 1] (the original: 0.1)"),
+                ("train_batch_size", self.train_batch_size >= 1, whole),
+                ("eval_batch_size", self.eval_batch_size >= 1, whole),
+                ("version", self.version >= 1, whole),
+                ("max_seq_length", self.max_seq_length >= 3,
+                 "leaves no room for text after [CLS] and [SEP]: pass e.g. 128"),
+                ("seed", self.seed >= 0, "must be a non-negative integer"))
+
+    def override(self, settings, where):
+        """A copy with the fields in `settings` ({field: value}) replaced; a string value for a field that is not
+        a string (from `--set field=value`) is read as YAML. Errors start with `where`."""
+        hints = typing.get_type_hints(FinetuningRecipe)
+        values = dataclasses.asdict(self)
+        for name, value in settings.items():
+            if isinstance(value, str) and hints.get(name) not in (str, Optional[str]):
+                value = parse_value(value, name)
+            values[name] = value
+        return FinetuningRecipe.from_dict(values, where)
+
+    def check_ready(self):
+        """Checks what a run needs beyond valid fields: one model to start from, one source of data, an output
+        directory."""
+        if bool(self.init_checkpoint) == bool(self.init_saved_model):
+            raise ConfigError("Pass exactly one of --init_checkpoint (a checkpoint directory) and --init_saved_model "
+                              "(an encoder SavedModel from bert-export).")
+        if self.tfds_name:
+            if self.train_file or self.dev_file:
+                raise ConfigError("Pass either --tfds_name or --train_file/--dev_file, not both.")
+            if not self.data_dir:
+                raise ConfigError("--tfds_name needs --data_dir, the directory the dataset was prepared in.")
+        elif not (self.train_file and self.dev_file):
+            raise ConfigError("Pass --train_file and --dev_file (TSV/CSV with a header row), or --tfds_name.")
+        if not self.output_dir:
+            raise ConfigError("No output directory: pass --output_dir=DIR or set output_dir in the --config file.")
+
+
+def load_finetuning_recipe(path):
+    """A `FinetuningRecipe` from a YAML file; errors name the file's base name."""
+    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+        raise ConfigError(f"--config={path} is not a file: pass a fine-tuning recipe (YAML).")
+    with tf.io.gfile.GFile(path, "r") as f:
+        values = read_yaml(f.read(), path)
+    return FinetuningRecipe.from_dict(values, os.path.basename(path))
