@@ -186,8 +186,9 @@ def masked_instances(count, row_length, whole_words, seed=0):
 
 def as_records(features):
     """Model-named features -> v1-named numpy arrays."""
-    from bert_tf.records.feature_spec import MODEL_TO_V1_NAMES
-    return {MODEL_TO_V1_NAMES.get(k, k): np.asarray(v) for k, v in features.items()}
+    from bert_tf.records.feature_spec import V1_TO_MODEL_NAMES
+    to_v1 = {model: v1 for v1, model in V1_TO_MODEL_NAMES.items()}
+    return {to_v1.get(k, k): np.asarray(v) for k, v in features.items()}
 
 
 def test_tensorflow_packing_gives_the_numpy_rows():

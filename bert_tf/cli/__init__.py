@@ -1,4 +1,4 @@
-"""The seven `bert-*` commands, one module each, all run by `bert_tf.cli.app.run`.
+"""The `bert-*` commands (setup.py's console scripts), one module each, all run by `bert_tf.cli.app.run`.
 
 TensorFlow is imported here, before any command's module, so that its C++ start-up lines can be hidden whatever the
 command imports at its top (see `bert_tf.cli.app`).

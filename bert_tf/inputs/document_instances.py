@@ -14,7 +14,8 @@ sentence, every sentence with a token) becomes padded instances
   crossing document boundaries with an extra [SEP]; a sentence longer than a sequence is cut into pieces.
 
 Two executions, one owner: bert_tf/instances/sentence_pairs.py runs the same `SentencePairRules` offline,
-replaying the original's `random.Random` draws so that its records are the original script's byte for byte. Here
+replaying the original's `random.Random` draws so that its pairs are the original's for the same documents and
+generator state. Here
 every document of a window advances at once and every draw is stateless, from the window's seed, so instances are
 reproducible and resumable; the two agree in distribution (tests/test_sentence_pair_rules.py). Every number comes
 from the rules and the truncation's cut lengths from `text/packing.pair_keep_lengths`, as offline.

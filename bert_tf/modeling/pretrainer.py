@@ -34,12 +34,12 @@ class BertPretrainer(BertConfigSerialization, keras.Model):
     ((2, 3, 100), (2, 2))
     """
 
-    def __init__(self, config, use_next_sentence=True, name="pretrainer", encoder=None, **kwargs):
+    def __init__(self, config, use_next_sentence=True, name="pretrainer", **kwargs):
         super().__init__(name=name, **kwargs)
         self.config = as_config(config)
         self.use_next_sentence = use_next_sentence
         c = self.config
-        self.encoder = encoder if encoder is not None else BertEncoder(c, dtype=self.dtype_policy)
+        self.encoder = BertEncoder(c, dtype=self.dtype_policy)
         self.masked_lm = MaskedLMHead(c.vocab_size, c.hidden_size, c.hidden_act, c.initializer_range,
                                       c.layer_norm_eps, dtype=self.dtype_policy, name="predictions")
         self.next_sentence = NextSentenceHead(c.hidden_size, c.initializer_range, dtype=self.dtype_policy,

@@ -8,7 +8,7 @@ from bert_tf.optimizers.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGH
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class AdamWeightDecay(WeightDecayOptimizer):
-    """Adam with decoupled weight decay exactly as the original `optimization.AdamWeightDecayOptimizer`.
+    """Adam with decoupled weight decay exactly as the original's `AdamWeightDecayOptimizer` (its optimization.py).
 
     Per variable: m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; update = m / (sqrt(v) + eps), plus
     weight_decay_rate * param unless the variable's path matches `exclude_from_weight_decay`; param -= lr * update.

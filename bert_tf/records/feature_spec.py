@@ -10,7 +10,6 @@ import tensorflow as tf
 V1_TO_MODEL_NAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids",
                      # packed rows (records/packed_rows.py)
                      "position_ids": "input_position_ids", "instance_ids": "input_instance_ids"}
-MODEL_TO_V1_NAMES = {v: k for k, v in V1_TO_MODEL_NAMES.items()}
 
 # (record name in v1, dtype, length kind): "seq" features have max_seq_length values, "pred" features
 # max_predictions_per_seq values, "one" a single value.

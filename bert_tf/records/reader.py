@@ -48,12 +48,6 @@ def read_records(paths, schema=None, batch_size=1024, max_records=None):
                              f"input files.") from None
 
 
-def parse_record(serialized, schema):
-    """One serialized record -> dict of numpy arrays keyed by v1 names (tf.io.parse_single_example)."""
-    parsed = tf.io.parse_single_example(serialized, schema.feature_spec())
-    return {name: parsed[schema.record_name(name)].numpy() for name in schema.length_of}
-
-
 def concatenate(batches):
     """One dict of arrays from batches of `read_records`."""
     batches = list(batches)

@@ -18,7 +18,6 @@ import tensorflow as tf
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # What each use of a vocab needs.
 TOKENIZING_TOKENS = ("[UNK]",)
-PACKING_TOKENS = ("[CLS]", "[SEP]")
 MASKING_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
 
 
