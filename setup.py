@@ -3,13 +3,20 @@
 from setuptools import find_packages, setup
 
 # The stack that resolves cleanly together (docs/architecture.md, "Dependencies"). Plain `tensorflow`, not
-# `tensorflow-cpu`: tensorflow-text depends on `tensorflow`, and the two overwrite each other.
-INSTALL_REQUIRES = [
-    "tensorflow==2.21.*",
-    "tensorflow-text>=2.21.1,<2.22",
-    "keras>=3.15,<3.16",
+# `tensorflow-cpu`: tensorflow-text depends on `tensorflow`, and the two overwrite each other. TensorFlow 2.20 and
+# 2.21 both work: the newest TPU build (`tensorflow-tpu`) is 2.20.
+TENSORFLOW = "tensorflow>=2.20,<2.22"
+# Requirements that themselves require the `tensorflow` package: on a TPU VM they are installed with --no-deps next
+# to `tensorflow-tpu` (requirements-tpu-vm.txt holds the TPU build and REQUIRES_WITHOUT_TENSORFLOW;
+# docs/accelerators.md gives the commands).
+# tensorflow-text 2.21.0 broke keras-hub; 2.20.1 and 2.21.1 work.
+TENSORFLOW_DEPENDENT = [
+    "tensorflow-text>=2.20.1,!=2.21.0,<2.22",
     "keras-hub==0.32.*",
     "keras-nlp==0.32.*",
+]
+REQUIRES_WITHOUT_TENSORFLOW = [
+    "keras>=3.15,<3.16",
     "tensorflow-datasets==4.9.*",
     "absl-py>=2.1",
     "numpy>=1.26",
@@ -18,6 +25,7 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.8",
     "tqdm>=4.66",
 ]
+INSTALL_REQUIRES = [TENSORFLOW] + TENSORFLOW_DEPENDENT + REQUIRES_WITHOUT_TENSORFLOW
 
 EXTRAS_REQUIRE = {
     # The embedded default corpus (World English Bible). The real BERT weights and vocab used in tests come
@@ -27,16 +35,19 @@ EXTRAS_REQUIRE = {
     # Corpus-scale data creation on Dataflow / Flink / Spark (DirectRunner locally).
     "beam": ["apache-beam[tfrecord]>=2.60"],
     # Serving client and tf-keras users' fine-tuning path.
-    "serving": ["tensorflow-serving-api==2.21.*"],
+    "serving": ["tensorflow-serving-api>=2.20,<2.22"],
     # tensorflow-hub imports pkg_resources, which recent setuptools (84 here) no longer ships; torch (the
     # transformers extra) would otherwise pull the newest setuptools.
-    "hub": ["tensorflow-hub>=0.16", "tf-keras==2.21.*", "setuptools<81"],
+    "hub": ["tensorflow-hub>=0.16", "tf-keras>=2.20,<2.22", "setuptools<81"],
     "test": ["pytest>=8", "pytest-xdist>=3", "ruff==0.17.6"],
     # bert-convert --to hf is checked by loading its output in transformers; torch 2.13.0 has a CPU wheel here
     # (a version range could pull a CUDA build).
     "transformers": ["torch==2.13.0", "transformers>=4.40", "safetensors>=0.4"],
 }
 EXTRAS_REQUIRE["all"] = sorted({r for reqs in EXTRAS_REQUIRE.values() for r in reqs})
+# NVIDIA GPUs: TensorFlow's CUDA libraries (cuBLAS, cuDNN, NCCL, ...) as wheels; not part of "all", which must
+# install on a machine without a GPU.
+EXTRAS_REQUIRE["gpu"] = ["tensorflow[and-cuda]>=2.20,<2.22"]
 
 setup(
     name="bert_tf",
