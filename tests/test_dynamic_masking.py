@@ -1,16 +1,12 @@
-"""Dynamic masking: the original rules measured on thousands of sequences, from records and from documents."""
-
-import itertools
+"""Dynamic masking: the original rules measured on thousands of sequences, and the records pipeline that draws them
+again for every batch."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.inputs.document_dataset import document_pretraining_dataset, text_documents
-from bert_tf.inputs.document_instances import full_sentence_instances, next_sentence_instances
 from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
-from bert_tf.instances.sentence_pairs import SentencePairRules
 
 # A vocab of 400 words and 100 "##" pieces after the specials, in the original's order of ids.
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(400)] + [f"##p{i}" for i in range(100)]
@@ -236,166 +232,6 @@ def test_static_masks_in_records_are_undone_before_new_ones_are_drawn(tmp_path):
     np.testing.assert_array_equal(out["next_sentence_labels"].numpy(), batch["next_sentence_labels"])
 
 
-def synthetic_documents(num_docs, rng):
-    """Documents whose token ids are unique and increasing through the corpus: a token says where it came from."""
-    documents, next_id = [], 5
-    for _ in range(num_docs):
-        sentences = []
-        for _ in range(int(rng.integers(1, 12))):
-            length = int(rng.integers(1, 30))
-            sentences.append(list(range(next_id, next_id + length)))
-            next_id += length
-        documents.append(sentences)
-    return documents
-
-
-def test_next_sentence_instances_follow_the_original_algorithm():
-    rng = np.random.default_rng(0)
-    documents = synthetic_documents(300, rng)
-    doc_of = {t: d for d, doc in enumerate(documents) for s in doc for t in s}
-    window = tf.ragged.constant(documents, tf.int32)
-    seq = 64
-    out = {k: v.numpy() for k, v in next_sentence_instances(window, SentencePairRules(seq), CLS, SEP,
-                                                            tf.constant([3, 4], tf.int64)).items()}
-    ids, types, mask, labels = (out["input_word_ids"], out["input_type_ids"], out["input_mask"],
-                                out["next_sentence_labels"][:, 0])
-    assert len(ids) > 500
-    one_sentence_chunks = 0
-    for row, type_row, mask_row, label in zip(ids, types, mask, labels):
-        length = int(mask_row.sum())
-        assert 5 <= length <= seq and np.all(mask_row[:length] == 1) and np.all(row[length:] == 0)
-        seps = np.nonzero(row == SEP)[0]
-        assert row[0] == CLS and len(seps) == 2 and seps[1] == length - 1
-        a, b = row[1:seps[0]], row[seps[0] + 1:seps[1]]
-        assert len(a) >= 1 and len(b) >= 1
-        np.testing.assert_array_equal(type_row[:length], (np.arange(length) > seps[0]).astype(int))
-        # A and B are each contiguous text of one document.
-        assert np.all(np.diff(a) == 1) and np.all(np.diff(b) == 1)
-        assert len({doc_of[t] for t in a}) == 1 and len({doc_of[t] for t in b}) == 1
-        if label == 0:  # the actual next text, right after A (truncation may cut A's end or B's start)
-            assert doc_of[b[0]] == doc_of[a[0]] and b[0] > a[-1]
-        else:
-            assert doc_of[b[0]] != doc_of[a[0]]
-        one_sentence_chunks += label == 1 and len(documents[doc_of[a[0]]]) == 1
-    # About half are random next, plus the original's excess from one-sentence chunks.
-    share = labels.mean()
-    assert 0.5 < share < 0.75, share
-    assert one_sentence_chunks > 10
-    # short_seq_prob makes some instances much shorter than the target.
-    assert np.mean(mask.sum(axis=1) < seq // 2) > 0.05
-
-
-def test_full_sentence_packing_keeps_every_token_in_order():
-    rng = np.random.default_rng(1)
-    documents = synthetic_documents(60, rng)
-    documents[3][0] = list(range(10 ** 5, 10 ** 5 + 70))  # longer than a sequence: cut in pieces
-    out = full_sentence_instances(tf.ragged.constant(documents, tf.int32), 32, CLS, SEP)
-    ids, mask = out["input_word_ids"].numpy(), out["input_mask"].numpy()
-    assert np.all(out["input_type_ids"].numpy() == 0) and np.all(out["next_sentence_labels"].numpy() == 0)
-    stream = []
-    for row, mask_row in zip(ids, mask):
-        length = int(mask_row.sum())
-        assert row[0] == CLS and row[length - 1] == SEP and np.all(row[length:] == 0)
-        stream.extend(row[1:length - 1].tolist())
-        stream.append(-1)  # the sequence boundary
-    # Every token once, in corpus order; a [SEP] between documents inside a sequence.
-    expected = [t for doc in documents for s in doc for t in s]
-    assert [t for t in stream if t not in (SEP, -1)] == expected
-    doc_of = {t: d for d, doc in enumerate(documents) for s in doc for t in s}
-    for row, mask_row in zip(ids, mask):
-        inner = row[1:int(mask_row.sum()) - 1]
-        document = doc_of[inner[0]]
-        for previous, token in zip(inner, inner[1:]):
-            if token == SEP:
-                continue
-            # A document changes (to the next one) exactly where a [SEP] stands.
-            assert doc_of[token] == (document + 1 if previous == SEP else document)
-            document = doc_of[token]
-    assert sum(int(np.sum(row[1:int(m.sum()) - 1] == SEP)) for row, m in zip(ids, mask)) >= 10
-    # Greedy packing: the first sentence (piece) of each sequence would not have fitted into the one before.
-    sentence_of = {t: (d, k) for d, doc in enumerate(documents) for k, s in enumerate(doc) for t in s}
-    inners = [row[1:int(m.sum()) - 1] for row, m in zip(ids, mask)]
-    for previous, current in zip(inners, inners[1:]):
-        first_piece = sum(1 for _ in itertools.takewhile(lambda t: sentence_of.get(t) == sentence_of[current[0]],
-                                                         current))
-        separator = doc_of[current[0]] != doc_of[previous[-1]]
-        assert len(previous) + separator + first_piece > 30
-
-
-@pytest.mark.parametrize("next_sentence", [True, False])
-def test_document_pipeline_masks_anew_each_epoch_and_resumes_exactly(tmp_path, next_sentence):
-    documents = synthetic_documents(40, np.random.default_rng(5))
-    data = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.int32))
-    masker = DynamicMasker([f"t{i}" for i in range(2000)] + ["[PAD]", "[CLS]", "[SEP]", "[MASK]"])
-
-    def dataset(seed=1):
-        return document_pretraining_dataset(data, masker, 48, 8, 8, next_sentence=next_sentence, window=16,
-                                            document_buffer=8, shuffle_buffer=16, seed=seed)
-
-    iterator = iter(dataset())
-    batches = [next(iterator) for _ in range(6)]
-    assert sorted(batches[0]) == sorted(MODEL_FEATURES)
-    assert batches[0]["input_word_ids"].shape == (8, 48) and batches[0]["masked_lm_weights"].shape == (8, 8)
-    checkpoint = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "it"))
-    expected = [next(iterator) for _ in range(30)]  # several epochs of 40 documents
-    resumed = iter(dataset())
-    tf.train.Checkpoint(iterator=resumed).read(checkpoint).assert_consumed()
-    for want in expected:
-        got = next(resumed)
-        for name in MODEL_FEATURES:
-            np.testing.assert_array_equal(got[name].numpy(), want[name].numpy())
-    again = iter(dataset())
-    np.testing.assert_array_equal(next(again)["input_word_ids"].numpy(), batches[0]["input_word_ids"].numpy())
-    other = next(iter(dataset(seed=2)))["input_word_ids"].numpy()
-    assert np.any(other != batches[0]["input_word_ids"].numpy())
-    # Epochs differ: the same sequence never comes back with the same masks.
-    seen = {}
-    repeats = same_masks = 0
-    for batch in batches + expected:
-        real = batch["masked_lm_weights"].numpy() > 0
-        for row in range(8):
-            restored = batch["input_word_ids"].numpy()[row].copy()
-            restored[batch["masked_lm_positions"].numpy()[row][real[row]]] = batch["masked_lm_ids"].numpy()[row][
-                real[row]]
-            key = restored.tobytes()
-            positions = batch["masked_lm_positions"].numpy()[row].tobytes()
-            if key in seen:
-                repeats += 1
-                same_masks += seen[key] == positions
-            seen[key] = positions
-    if not next_sentence:
-        assert repeats > 20  # packing is the same each epoch here (window-aligned): masks alone change
-    assert same_masks <= repeats * 0.1
-
-
-def test_text_documents_with_a_real_vocab(tmp_path, uncased_vocab):
-    import tensorflow_text as tf_text
-
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_bytes(b"In the beginning God created the heavens and the earth.\n"
-                       b"The earth was formless and empty.\r\n\n\n"
-                       b"Darkness was on the surface of the \xffdeep.\n  \n"
-                       b"God's Spirit was hovering over the surface of the waters.\n"
-                       b"God said, \"Let there be light,\" and there was light.\n")
-    documents = list(text_documents(str(corpus)))
-    assert [len(d) for d in documents] == [2, 1, 2]
-    assert documents[1].numpy()[0] == b"Darkness was on the surface of the deep."
-    masker = DynamicMasker(uncased_vocab, do_whole_word_mask=True)
-    tokenizer = tf_text.FastBertTokenizer(masker.vocab, token_out_type=tf.int32, lower_case_nfd_strip_accents=True)
-    dataset = document_pretraining_dataset(text_documents(str(corpus)), masker, 64, 10, 2, next_sentence=False,
-                                           tokenize=tokenizer.tokenize, seed=3)
-    batch = next(iter(dataset))
-    tokens = [masker.vocab[i] for i in batch["input_word_ids"].numpy()[0]]
-    text = " ".join(t for t in tokens if t != "[PAD]")
-    assert text.startswith("[CLS]") and text.endswith("[SEP]")
-    restored = batch["input_word_ids"].numpy()[0].copy()
-    real = batch["masked_lm_weights"].numpy()[0] > 0
-    restored[batch["masked_lm_positions"].numpy()[0][real]] = batch["masked_lm_ids"].numpy()[0][real]
-    words = " ".join(masker.vocab[i] for i in restored if i != 0)
-    assert "darkness was on the surface of the deep ." in words
-    assert words.count("[SEP]") >= 2  # the document boundary inside the packed sequence
-
-
 def test_whole_word_selection_is_the_originals_greedy_walk_exactly():
     """Given the shuffled word order the op draws, the chosen tokens are those of the original's loop."""
     masker = DynamicMasker(VOCAB, do_whole_word_mask=True)
@@ -433,23 +269,6 @@ def test_whole_word_selection_is_the_originals_greedy_walk_exactly():
             total += len(words[w])
         np.testing.assert_array_equal(selected[row], expected, err_msg=f"row {row}")
     assert skips > 200
-
-
-def test_document_pipelines_share_the_documents_across_input_contexts():
-    documents = synthetic_documents(30, np.random.default_rng(6))
-    data = tf.data.Dataset.from_tensor_slices(tf.ragged.constant(documents, tf.int32))
-    masker = DynamicMasker([f"t{i}" for i in range(4000)] + ["[PAD]", "[CLS]", "[SEP]", "[MASK]"])
-    tokens = []
-    for pipeline in range(2):
-        context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline)
-        for batch in document_pretraining_dataset(data, masker, 40, 6, 1, next_sentence=False, is_training=False,
-                                                  input_context=context, window=4, seed=1):
-            ids = batch["input_word_ids"].numpy()[0].copy()
-            real = batch["masked_lm_weights"].numpy()[0] > 0
-            ids[batch["masked_lm_positions"].numpy()[0][real]] = batch["masked_lm_ids"].numpy()[0][real]
-            inner = ids[batch["input_mask"].numpy()[0] == 1]
-            tokens.extend(t for t in inner.tolist() if t not in (masker.cls_id, masker.sep_id))
-    assert sorted(tokens) == [t for doc in documents for s in doc for t in s]
 
 
 @pytest.mark.parametrize("whole_word", [False, True])

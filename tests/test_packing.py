@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.text.packing import pack_ragged_segments, pack_spans, pack_spans_in_graph, pair_keep_lengths
+from bert_tf.text.packing import pack_spans, pack_spans_in_graph, pair_keep_lengths
 
 CLS, SEP = 1, 2
 
@@ -59,17 +59,6 @@ def test_numpy_and_in_graph_packing_agree(pair):
     assert ids[row].tolist() == expected + [0] * (24 - len(expected))
     assert types[row].tolist() == [0] * (len(a) + 2) + [1] * (len(b) + 1 if pair else 0) + [0] * (24 - len(expected))
     assert mask[row].sum() == len(expected)
-
-
-def test_ragged_segments_pack_like_spans_and_empty_texts_pack():
-    a = tf.ragged.constant([[7, 8, 9], [], [10]])
-    b = tf.ragged.constant([[11], [12, 13], []])
-    features = pack_ragged_segments([a, b], 8, CLS, SEP)
-    assert features["input_word_ids"].numpy().tolist() == [[1, 7, 8, 9, 2, 11, 2, 0], [1, 2, 12, 13, 2, 0, 0, 0],
-                                                          [1, 10, 2, 2, 0, 0, 0, 0]]
-    assert features["input_type_ids"].numpy().tolist()[1] == [0, 0, 1, 1, 1, 0, 0, 0]
-    empty = pack_ragged_segments([tf.ragged.constant([[]], tf.int32)], 4, CLS, SEP)
-    assert empty["input_word_ids"].numpy().tolist() == [[1, 2, 0, 0]]
 
 
 def test_a_pair_that_does_not_fit_is_refused():

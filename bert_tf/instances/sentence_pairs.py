@@ -14,15 +14,11 @@ The rules (`SentencePairRules` holds every number in them):
   so how many each side loses is `text/packing.pair_keep_lengths`; each token goes from the front with
   probability front_cut_prob (0.5), else from the back.
 
-Two executions, one owner. This module runs the rules offline, replaying the original's `random.Random` draws in
-the original's order, so that from the same documents and generator state it builds the original's pairs exactly
-(tests/test_create_pretraining_data.py; the records still differ from the original script's, since
-`bert-create-pretraining-data` draws per shard and masks with numpy, see `bert_tf/instances/pipeline.py`).
-`bert_tf/inputs/document_instances.py` runs the same rules inside tf.data (dynamic
-masking from documents), vectorised over documents with stateless draws: there the order of draws cannot follow a
-Python loop, so the two executions agree in distribution, not draw for draw (tests/test_sentence_pair_rules.py
-checks both on one corpus). Both read every number from `SentencePairRules` and the cut lengths from
-`pair_keep_lengths`; neither states a rule of its own.
+This module runs the rules, replaying the original's `random.Random` draws in the original's order, so that from
+the same documents and generator state it builds the original's pairs exactly (tests/test_create_pretraining_data.py;
+the records still differ from the original script's, since `bert-create-pretraining-data` draws per shard and
+masks with numpy, see `bert_tf/instances/pipeline.py`). Every number comes from `SentencePairRules` and the cut
+lengths from `pair_keep_lengths`.
 
 Here pairs are token spans: a sentence is the span [start, stop) of a flat token array, so segment A, segment B
 and their truncation are spans too, and the tokens are gathered later, all instances at once.

@@ -1,7 +1,7 @@
 """`[CLS] A [SEP] B [SEP]`: how one or two token segments become the encoder's three id arrays, and how a pair
 that is too long is cut. The one owner of these rules, in a numpy form (create_pretraining_data, fine-tuning
-features) and an in-graph form of core TensorFlow ops (dynamic instances in tf.data, the preprocessing
-SavedModel), tested against each other.
+features) and an in-graph form of core TensorFlow ops (the preprocessing SavedModel), tested against each
+other.
 
 The rules, as the original's create_pretraining_data and run_classifier:
 - `input_word_ids`: [CLS], segment A, [SEP], then for a pair segment B and [SEP]; padded with 0 ([PAD]) to the
@@ -111,28 +111,3 @@ def pack_spans_in_graph(tokens, a_start, a_stop, seq_length, cls_id, sep_id, b_s
     input_mask = tf.cast(p < a + b + 3, tf.int32)
     type_ids = tf.cast((p >= a + 2) & (p < a + b + 3), tf.int32)
     return ids, input_mask, type_ids
-
-
-def pack_ragged_segments(segments, seq_length, cls_id, sep_id):
-    """In-graph packing of one or two ragged batches [batch, (tokens)] (already cut to fit) -> dict of int32
-    [batch, seq_length] `input_word_ids`, `input_mask`, `input_type_ids`.
-
-    Example:
-    >>> features = pack_ragged_segments([tf.ragged.constant([[7, 8], [9]])], 5, cls_id=1, sep_id=2)
-    >>> features["input_word_ids"].numpy().tolist()
-    [[1, 7, 8, 2, 0], [1, 9, 2, 0, 0]]
-    """
-    if len(segments) not in (1, 2):
-        raise ValueError(f"{len(segments)} segments: pack one (A) or two (A and B).")
-    a = segments[0]
-    splits_a = tf.cast(a.row_splits, tf.int32)
-    tokens = tf.cast(a.flat_values, tf.int32)
-    spans = {}
-    if len(segments) == 2:
-        b = segments[1]
-        offset = tf.size(tokens)
-        splits_b = tf.cast(b.row_splits, tf.int32) + offset
-        tokens = tf.concat([tokens, tf.cast(b.flat_values, tf.int32)], 0)
-        spans = {"b_start": splits_b[:-1], "b_stop": splits_b[1:]}
-    ids, mask, types = pack_spans_in_graph(tokens, splits_a[:-1], splits_a[1:], seq_length, cls_id, sep_id, **spans)
-    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
