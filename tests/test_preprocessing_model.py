@@ -81,6 +81,16 @@ def test_bert_pack_inputs_takes_any_seq_length_up_to_the_model_limit(preprocessi
         preprocessing.bert_pack_inputs([tokens], tf.constant(65))
 
 
+def test_three_segments_fail_naming_the_limit_of_two(preprocessing):
+    """The TF Hub API packs one or two segments; three (of either rank) fail with that said, not with the loader's
+    "Could not find matching concrete function"."""
+    tokens = preprocessing.tokenize(tf.constant(["hello there world", "yes"]))
+    for segments in ([tokens] * 3, [tokens.merge_dims(-2, -1), tokens, tokens]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="bert_pack_inputs takes one or two segments .* "
+                                                                 "got 3: join the extra texts"):
+            preprocessing.bert_pack_inputs(segments, seq_length=16)
+
+
 def test_truncation_is_the_original_truncate_seq_pair():
     """Every pair of lengths up to 12 and budgets up to 20: bert_pack_inputs keeps what the original's loop keeps."""
     lengths = [(a, b) for a in range(13) for b in range(13)]

@@ -212,6 +212,14 @@ BAD_INPUTS = [
      "input_type_ids holds an id >= type_vocab_size=2"),
     ("rank 1", {k: v[0] for k, v in example_inputs(lengths=(4,)).items()}, "encoder",
      "input_word_ids must be a rank-2 int32 tensor [batch, seq_length]"),
+    ("word ids alone rank 1", with_ids("input_word_ids", lambda a: a[0]), "encoder",
+     "input_word_ids must be a rank-2 int32 tensor [batch, seq_length]"),
+    ("rank 3", {k: v[None] for k, v in example_inputs(lengths=(4,)).items()}, "encoder",
+     "input_word_ids must be a rank-2 int32 tensor [batch, seq_length]"),
+    ("word ids alone rank 3", with_ids("input_word_ids", lambda a: a[None]), "encoder_mlm",
+     "input_word_ids must be a rank-2 int32 tensor [batch, seq_length]"),
+    ("positions rank 1", with_ids("masked_lm_positions", lambda a: a[0]), "encoder_mlm",
+     "masked_lm_positions must be a rank-2 int32 tensor"),
     ("zero length", {k: v[:, :0] for k, v in example_inputs(lengths=(4,)).items()}, SPAN_QA,
      "input_word_ids has no tokens (seq_length 0)"),
     ("mask of another shape", with_ids("input_mask", lambda a: a[:, :2]), TOKEN_CLASSIFIER,
@@ -225,17 +233,42 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("case,x,model_name,message", BAD_INPUTS, ids=[case[0] for case in BAD_INPUTS])
 def test_bad_requests_fail_with_a_named_assertion(exported, c_runner, tmp_path, case, x, model_name, message):
-    """In process and through TF Serving's session loader (which does not check a feed against the declared
-    shape, so rank and length are checked in the graph too)."""
+    """Through the Python loader and TF Serving's session loader (neither checks a feed against the declared
+    [None, None], so rank and length are checked in the graph, by checks that TensorFlow's shape folding keeps)."""
     signature = "mlm" if model_name == "encoder_mlm" else "serving_default"
     x = {k: v for k, v in x.items() if signature == "mlm" or k != "masked_lm_positions"}
     loaded = tf.saved_model.load(exported["paths"][model_name])
-    if x["input_word_ids"].ndim == 2:  # a Python call checks the rank against the signature itself
-        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(message)):
-            loaded.signatures[signature](**{k: tf.constant(v) for k, v in x.items()})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(message)):
+        loaded.signatures[signature](**{k: tf.constant(v) for k, v in x.items()})
     got, process = run_with_c_loader(c_runner, exported["paths"][model_name], signature, x, str(tmp_path))
     assert got is None and process.returncode == 1
     assert message in process.stderr, process.stderr[-2000:]
+
+
+def test_call_and_mlm_take_int64_ids_cast_to_int32(exported):
+    """`__call__` and `.mlm` accept int64 ids (what tf.train.Example features and numpy give) as int32; an int64
+    id beyond int32 stays out of range (no wrap-around) and fails the vocab check. Signatures take int32 only."""
+    loaded = tf.saved_model.load(exported["paths"]["encoder"])
+    x = dict(example_inputs(), masked_lm_positions=POSITIONS)
+    as_int64 = {k: tf.constant(v, tf.int64) for k, v in x.items()}
+    encoder_inputs = {k: v for k, v in as_int64.items() if k != "masked_lm_positions"}
+    _, want = keras_outputs(exported, "encoder", "serving_default")
+    assert max(max_diffs({k: loaded(encoder_inputs)[k].numpy() for k in want}, want).values()) <= TOLERANCE
+    _, want_mlm = keras_outputs(exported, "encoder_mlm", "mlm")
+    got_mlm = loaded.mlm(as_int64)["mlm_logits"].numpy()
+    assert np.max(np.abs(got_mlm - want_mlm["mlm_logits"])) <= TOLERANCE
+    wrapping = dict(encoder_inputs, input_word_ids=tf.fill([1, 4], tf.constant(2**32 + 5, tf.int64)))
+    wrapping = {k: v[:1, :4] for k, v in wrapping.items()}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="input_word_ids holds an id >= vocab_size=30522"):
+        loaded(wrapping)
+
+
+def test_encoder_has_mlm_but_serves_only_serving_default(exported):
+    """TF Hub's encoders have `.mlm` (so `hub.load(encoder).mlm(...)` works); `mlm` as a signature is
+    encoder_mlm's, so a stock TF Serving of the encoder serves what it did."""
+    loaded = tf.saved_model.load(exported["paths"]["encoder"])
+    assert sorted(loaded.signatures) == ["serving_default"]
+    assert len(loaded.mlm.trainable_variables) == len(loaded.trainable_variables) + 5
 
 
 def test_encoder_is_a_reusable_savedmodel_with_its_assets(exported, uncased_vocab):

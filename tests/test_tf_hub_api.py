@@ -291,7 +291,7 @@ def test_tf_hub_model_pages_api(hub_models, tmp_path, uncased_vocab):
                mlm_keys=sorted(mlm_outputs), mlm_logits=mlm_outputs['mlm_logits'],
                mlm_layer_logits=mlm_from_layer['mlm_logits'],
                mlm_trainable=len(mlm_layer.trainable_weights), encoder_trainable=len(hub_encoder.trainable_weights))
-    """, hub_models, tmp_path, handles=("encoder_mlm", "preprocessing"))
+    """, hub_models, tmp_path)
     assert result["special"] == [30522, 101, 102, 0, 103]
     assert result["words"] == [[[7592], [2088], [999]], [[14324]]]
     assert result["default_shape"] == [2, 128]
@@ -337,6 +337,23 @@ def test_keras3_tfsm_layers_without_endpoints(hub_models, tmp_path, uncased_voca
     assert result["keys"] == ["default", "pooled_output", "sequence_output"]
     reference = keras_encoder_outputs(hub_models, features)
     assert np.max(np.abs(np.array(result["pooled"]) - reference["pooled_output"])) <= TOLERANCE
+
+
+def test_keras3_encoder_mlm_as_the_model_page_calls_it(hub_models, tmp_path, uncased_vocab):
+    """Keras 3: the encoder page's `encoder.mlm(inputs)` on `tf.saved_model.load(encoder)`, in a fresh process."""
+    result = run_script("""
+        encoder = tf.saved_model.load(encoder_path)
+        preprocessor = tf.saved_model.load(preprocess_path)
+        encoder_inputs = preprocessor(tf.constant(["Hello world!"]))
+        mlm_inputs = dict(encoder_inputs, masked_lm_positions=tf.constant([[1, 2]]))
+        mlm_outputs = encoder.mlm(mlm_inputs)
+        report(keys=sorted(mlm_outputs), mlm_logits=mlm_outputs["mlm_logits"], signatures=sorted(encoder.signatures))
+    """, hub_models, tmp_path, prelude=KERAS3_PRELUDE)
+    assert result["keys"] == ["default", "encoder_outputs", "mlm_logits", "pooled_output", "sequence_output"]
+    assert result["signatures"] == ["serving_default"]
+    features = packed(["Hello world!"], vocab=uncased_vocab)
+    mlm = hub_models["pretrainer"](dict(features, masked_lm_positions=np.array([[1, 2]], np.int32)), training=False)
+    assert np.max(np.abs(np.array(result["mlm_logits"]) - keras.ops.convert_to_numpy(mlm["mlm_logits"]))) <= TOLERANCE
 
 
 def test_encoder_signatures_stay_what_tf_serving_runs(hub_models):

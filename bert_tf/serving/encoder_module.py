@@ -37,9 +37,11 @@ class EncoderModule(ReusableModule, ServingModule):
       `encoder_outputs` (one [batch, seq, H] per layer); with `variables`, `trainable_variables`,
       `regularization_losses` (see `ReusableModule`). `serve` / `train` endpoints for `TFSMLayer`.
     - `mlm` (with a masked-LM head): the same convention, inputs plus `masked_lm_positions` -> the encoder's
-      outputs plus `mlm_logits` [batch, positions, vocab]; its variables include the head's.
-    - signatures `serving_default` (the three ids -> `default`, `pooled_output`, `sequence_output`) and, with a
-      head, `mlm` (the three ids and `masked_lm_positions` -> `mlm_logits`); core TensorFlow ops only.
+      outputs plus `mlm_logits` [batch, positions, vocab]; its variables include the head's. As on TF Hub's BERT
+      encoders, `hub.load(encoder).mlm(inputs)` and `hub.KerasLayer(encoder.mlm)` work on the plain encoder.
+    - signatures `serving_default` (the three ids -> `default`, `pooled_output`, `sequence_output`) and, with
+      `mlm_signature`, `mlm` (the three ids and `masked_lm_positions` -> `mlm_logits`); core TensorFlow ops only.
+      Signatures take int32 ids; `__call__` and `mlm` take int32 or int64 (cast to int32).
     - `vocab_file` and `bert_config_file` assets, `do_lower_case` (a bool variable), as TF Hub BERT models have.
 
     Every entry point checks its inputs first (`checked_inputs`).
@@ -50,13 +52,14 @@ class EncoderModule(ReusableModule, ServingModule):
         config_file: its `bert_config.json`, saved as an asset (so the encoder can be rebuilt natively).
         do_lower_case: whether the vocab is uncased.
         masked_lm: the pre-trainer's `MaskedLMHead`, for `mlm` (None: no `mlm`).
+        mlm_signature: also serve the head as the signature `mlm` (TF Serving's way to call it).
 
     Example:
     >>> module = EncoderModule(pretrainer.encoder, "vocab.txt", "bert_config.json", True)  # doctest: +SKIP
     >>> tf.saved_model.save(module, "encoder/1", signatures=module.signature_functions())  # doctest: +SKIP
     """
 
-    def __init__(self, encoder, vocab_file, config_file, do_lower_case, masked_lm=None):
+    def __init__(self, encoder, vocab_file, config_file, do_lower_case, masked_lm=None, mlm_signature=False):
         config = encoder.config
 
         def encode(inputs, training):
@@ -100,12 +103,13 @@ class EncoderModule(ReusableModule, ServingModule):
                 mlm_call, mlm_specs, plain_variables(encoder.variables + masked_lm.variables),
                 plain_variables(encoder.trainable_variables + masked_lm.trainable_variables), name="mlm")
 
-            def mlm_signature(input_word_ids, input_mask, input_type_ids, masked_lm_positions):
+            def mlm_logits(input_word_ids, input_mask, input_type_ids, masked_lm_positions):
                 inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask,
                           "input_type_ids": input_type_ids, "masked_lm_positions": masked_lm_positions}
                 return {"mlm_logits": mlm_call(inputs, False)["mlm_logits"]}
 
-            self.mlm_signature = tf.function(mlm_signature, input_signature=list(mlm_specs.values()))
+            if mlm_signature:
+                self.mlm_signature = tf.function(mlm_logits, input_signature=list(mlm_specs.values()))
 
     def signature_functions(self):
         """`serving_default`, and `mlm` with a masked-LM head."""

@@ -45,7 +45,8 @@ def _save(module, export_dir):
 
 
 def export_encoder(pretrainer, export_dir, vocab_file, do_lower_case=True, with_mlm=False):
-    """Writes the encoder SavedModel (see `EncoderModule`); `with_mlm` adds the `mlm` signature.
+    """Writes the encoder SavedModel (see `EncoderModule`) with the masked-LM head as its `.mlm` subobject;
+    `with_mlm` adds the `mlm` signature.
 
     Example:
     >>> pretrainer = bert_tf.load_pretrainer("model_dir")  # doctest: +SKIP
@@ -55,8 +56,8 @@ def export_encoder(pretrainer, export_dir, vocab_file, do_lower_case=True, with_
         # Assets are copied from files at save time, so the config gets a file of its own.
         config_file = os.path.join(scratch, "bert_config.json")
         pretrainer.config.to_json_file(config_file)
-        module = EncoderModule(pretrainer.encoder, vocab_file, config_file, do_lower_case,
-                               pretrainer.masked_lm if with_mlm else None)
+        module = EncoderModule(pretrainer.encoder, vocab_file, config_file, do_lower_case, pretrainer.masked_lm,
+                               mlm_signature=with_mlm)
         return _save(module, export_dir)
 
 

@@ -4,6 +4,7 @@ A serving graph cannot raise a Python error: a request with more tokens than the
 id or a tensor of the wrong rank would otherwise fail deep inside a slice ("slice index out of bounds") or, on
 GPU, read zeros or the last table row and return garbage. `checked_inputs` runs these asserts first, each naming
 the input, the limit and the fix; every SavedModel of the package (encoder, `mlm`, task models) uses it.
+docs/serving.md states what each entry point accepts.
 """
 
 import tensorflow as tf
@@ -26,9 +27,16 @@ def check_seq_length(seq_length, max_seq_length):
 
 
 def _rank(tensor):
-    # tf.rank folds to a constant when the signature declares the rank, so the check would vanish; a served
-    # request can still feed another rank (the session loader does not check feeds against the declared shape).
-    return tf.raw_ops.Rank(input=tensor)
+    """The rank `tensor` has when the graph runs, hidden from shape inference.
+
+    The signatures declare [None, None], and a served request can still feed another rank (neither the session
+    loader nor a Python call of a loaded signature checks a feed against the declared shape). Grappler folds
+    `Rank`, `Size(Shape)` and the like of a tensor with a declared rank to that constant (in the Python loader's
+    runtime it did: the check vanished and a rank-3 input failed inside a reshape), so the shape goes through a
+    serialize/parse round trip, whose output shape is unknown by definition; it costs a copy of rank-many ints.
+    """
+    shape = tf.io.parse_tensor(tf.io.serialize_tensor(tf.shape(tensor)), tf.int32)
+    return tf.size(shape)
 
 
 def _extreme(reduce, tensor):
@@ -50,15 +58,18 @@ def input_asserts(inputs, config):
     sequence."""
     word_ids = inputs["input_word_ids"]
     limit = config.max_position_embeddings
-    asserts = [tf.debugging.assert_equal(_rank(inputs[name]), 2,
-                                         message=f"{name} must be a rank-2 int32 tensor [batch, seq_length]")
-               for name in inputs]
-    with tf.control_dependencies(asserts):
-        # Read only once the ranks are known good: a rank-1 tensor has no dimension 1.
+    rank_asserts = [tf.debugging.assert_equal(_rank(inputs[name]), 2,
+                                              message=f"{name} must be a rank-2 int32 tensor [batch, seq_length]")
+                    for name in inputs]
+    with tf.control_dependencies(rank_asserts):
+        # Read only once the ranks are known good: a rank-1 tensor has no dimension 1, and shapes of two ranks
+        # cannot be compared.
         length = tf.shape(word_ids)[-1]
+        shapes = {name: tf.identity(tf.shape(inputs[name])) for name in ENCODER_INPUTS}
+    asserts = list(rank_asserts)
     for name in ENCODER_INPUTS[1:]:
         asserts.append(tf.debugging.assert_equal(
-            tf.shape(inputs[name]), tf.shape(word_ids),
+            shapes[name], shapes["input_word_ids"],
             message=f"{name} must have the shape of input_word_ids [batch, seq_length]"))
     asserts += [
         tf.debugging.assert_positive(

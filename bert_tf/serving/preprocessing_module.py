@@ -5,6 +5,8 @@ It needs tensorflow-text's ops (a TF Serving build with them, or in-process use 
 the encoder SavedModel does not.
 """
 
+import itertools
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -112,6 +114,8 @@ class BertPackInputs(tf.Module):
         super().__init__(name="bert_pack_inputs")
 
         def bert_pack_inputs(segments, seq_length=DEFAULT_SEQ_LENGTH):
+            if len(segments) > 2:
+                return too_many_segments(segments, seq_length)
             tf.debugging.assert_less_equal(
                 seq_length, max_seq_length,
                 message=f"seq_length is over the max_position_embeddings={max_seq_length} of the model")
@@ -133,14 +137,25 @@ class BertPackInputs(tf.Module):
                     b_stop=b_start + keep_b)
             return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": type_ids}
 
+        def too_many_segments(segments, seq_length):
+            """Fails when run, naming the limit: without a trace for three segments the loader would answer
+            "Could not find matching concrete function"."""
+            failed = tf.debugging.Assert(tf.constant(False), [
+                f"bert_pack_inputs takes one or two segments (text, or text_a and text_b), as the TF Hub BERT "
+                f"preprocessors do; got {len(segments)}: join the extra texts into one of the two"])
+            with tf.control_dependencies([failed]):
+                empty = tf.zeros(tf.stack([segments[0].nrows(out_type=tf.int32), seq_length]), tf.int32)
+            return {"input_word_ids": empty, "input_mask": empty, "input_type_ids": empty}
+
         self.__call__ = tf.function(bert_pack_inputs)
         # Restored functions run only the traces saved with them: one per number of segments and rank of each
-        # (a Python seq_length is converted to the int32 scalar these take).
+        # (a Python seq_length is converted to the int32 scalar these take); three segments fail by name.
         by_rank = {2: tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1),
                    3: tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)}
         length_spec = tf.TensorSpec([], tf.int32)
-        for ranks in ((2,), (3,), (2, 2), (2, 3), (3, 2), (3, 3)):
-            self.__call__.get_concrete_function([by_rank[r] for r in ranks], length_spec)
+        for count in (1, 2, 3):
+            for ranks in itertools.product((2, 3), repeat=count):
+                self.__call__.get_concrete_function([by_rank[r] for r in ranks], length_spec)
 
 
 class PreprocessingModule(ServingModule):

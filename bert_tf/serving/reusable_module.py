@@ -9,6 +9,11 @@ class ReusableModule(tf.Module):
     runs only when training, next to `variables`, `trainable_variables` and `regularization_losses`: the TF Hub
     reusable SavedModel convention.
 
+    A restored function runs only the input types it was traced for, and anything else fails with "Could not find
+    matching concrete function". Ids often come as int64 (tf.train.Example features, numpy's default), so every
+    int32 input is also accepted as int64 and cast to int32 (saturating: an id beyond int32 stays out of range
+    and fails the range checks instead of wrapping round to a valid one); `call` itself is traced once.
+
     tf.Module computes `variables` and `trainable_variables` as read-only properties, which a SavedModel does
     not store; the convention needs them stored, so this class replaces the properties with plain attributes.
 
@@ -33,9 +38,20 @@ class ReusableModule(tf.Module):
         self.trainable_variables = list(trainable_variables)
         self.regularization_losses = []
 
+        int32_call = tf.function(call)
+
         def reusable_call(inputs, training=False):
-            return call(inputs, training)
+            return int32_call(tf.nest.map_structure(_as_declared, inputs, input_specs), training)
 
         self.__call__ = tf.function(reusable_call)
-        for training in (False, True):
-            self.__call__.get_concrete_function(input_specs, training=training)
+        for specs in (input_specs, tf.nest.map_structure(_int64_variant, input_specs)):
+            for training in (False, True):
+                self.__call__.get_concrete_function(specs, training=training)
+
+
+def _int64_variant(spec):
+    return tf.TensorSpec(spec.shape, tf.int64, spec.name) if spec.dtype == tf.int32 else spec
+
+
+def _as_declared(tensor, spec):
+    return tf.saturate_cast(tensor, tf.int32) if spec.dtype == tf.int32 and tensor.dtype == tf.int64 else tensor
