@@ -182,7 +182,7 @@ def test_metric_window_means_do_not_depend_on_how_the_span_was_cut():
     (result_one, seconds_one), (result_many, seconds_many) = one.close(), many.close()
     assert result_one.means == result_many.means == {"loss": 3.5, "grad_norm": 0.5}
     assert result_one.steps == result_many.steps == 6 and seconds_one == seconds_many == 3.0
-    assert many.steps == 0 and many.close()[0].steps == 0
+    assert many.steps == 0  # the next span starts empty
 
 
 def test_metric_window_survives_a_checkpoint_and_times_only_this_process(tmp_path):

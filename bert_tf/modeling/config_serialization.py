@@ -1,5 +1,7 @@
-"""How the models built from one `BertConfig` (`BertEncoder`, `BertPretrainer`) save and load: through the
-config's fields, so a `.keras` file or `get_config()` carries the architecture as the `bert_config.json` does."""
+"""How the layers and models save and load their configuration. Models built from one `BertConfig`
+(`BertEncoder`, `BertPretrainer`) go through the config's fields, so a `.keras` file or `get_config()` carries the
+architecture as the `bert_config.json` does; a layer's constructor arguments are its config, kept in one list
+(`KeptArguments`)."""
 
 import keras
 
@@ -44,3 +46,27 @@ class BertConfigSerialization:
         if isinstance(dtype, dict):
             dtype = keras.saving.deserialize_keras_object(dtype)
         return cls(dtype=dtype, **config)
+
+
+class KeptArguments:
+    """A layer whose constructor arguments (besides Keras' own) are its config, listed once: `keep_arguments`
+    stores each as an attribute of its name, and `get_config` returns them with Keras' own, so `from_config`
+    rebuilds the layer. Listed before the Keras base class.
+
+    Example:
+    >>> class Scale(KeptArguments, keras.layers.Layer):
+    ...     def __init__(self, factor=2.0, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         self.keep_arguments(factor=factor)
+    >>> layer = Scale(3.0, name="scale")
+    >>> layer.factor, Scale.from_config(layer.get_config()).factor
+    (3.0, 3.0)
+    """
+
+    def keep_arguments(self, **arguments):
+        self._kept_arguments = tuple(arguments)
+        for name, value in arguments.items():
+            setattr(self, name, value)
+
+    def get_config(self):
+        return {**super().get_config(), **{name: getattr(self, name) for name in self._kept_arguments}}

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from bert_tf.modeling.config_serialization import KeptArguments
 from bert_tf.modeling.dropout import BertDropout
 
 
@@ -18,7 +19,7 @@ def sinusoidal_position_table(num_positions, width):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertEmbeddings(keras.layers.Layer):
+class BertEmbeddings(KeptArguments, keras.layers.Layer):
     """The original `embedding_lookup` + `embedding_postprocessor`.
 
     Variables mirror the TF1 scope `bert/embeddings/`: `word_embeddings`, `token_type_embeddings`,
@@ -41,14 +42,10 @@ class BertEmbeddings(keras.layers.Layer):
                  dropout_rate=0.1, initializer_range=0.02, layer_norm_eps=1e-12,
                  position_embedding_type="learned", **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.dropout_rate = dropout_rate
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
-        self.position_embedding_type = position_embedding_type
+        self.keep_arguments(
+            vocab_size=vocab_size, hidden_size=hidden_size, max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size, dropout_rate=dropout_rate, initializer_range=initializer_range,
+            layer_norm_eps=layer_norm_eps, position_embedding_type=position_embedding_type)
         # LayerNorm statistics in float32 under mixed precision.
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="LayerNorm")
         self.dropout = BertDropout(dropout_rate, dtype=self.dtype_policy)
@@ -98,12 +95,3 @@ class BertEmbeddings(keras.layers.Layer):
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None, position_ids_shape=None):
         return tuple(input_word_ids_shape) + (self.hidden_size,)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-            max_position_embeddings=self.max_position_embeddings, type_vocab_size=self.type_vocab_size,
-            dropout_rate=self.dropout_rate, initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps, position_embedding_type=self.position_embedding_type)
-        return config

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.activations import get_activation
+from bert_tf.modeling.config_serialization import KeptArguments
 
 
 def gather_positions(sequence, positions):
@@ -17,7 +18,7 @@ def gather_positions(sequence, positions):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(KeptArguments, keras.layers.Layer):
     """Gathers the hidden states at `masked_lm_positions`, applies dense H->H + activation and LayerNorm, then
     multiplies by the transposed word-embedding table (the tied output weights) and adds `output_bias` [V].
 
@@ -40,11 +41,8 @@ class MaskedLMHead(keras.layers.Layer):
     def __init__(self, vocab_size, hidden_size, hidden_act="gelu_tanh", initializer_range=0.02,
                  layer_norm_eps=1e-12, **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.hidden_act = hidden_act
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
+        self.keep_arguments(vocab_size=vocab_size, hidden_size=hidden_size, hidden_act=hidden_act,
+                            initializer_range=initializer_range, layer_norm_eps=layer_norm_eps)
         self.dense = keras.layers.Dense(
             hidden_size, activation=get_activation(hidden_act),
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range), dtype=self.dtype_policy,
@@ -66,9 +64,3 @@ class MaskedLMHead(keras.layers.Layer):
 
     def compute_output_shape(self, sequence_shape, positions_shape=None, table_shape=None):
         return (sequence_shape[0], positions_shape[1] if positions_shape else None, self.vocab_size)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size, hidden_act=self.hidden_act,
-                      initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
-        return config

@@ -3,9 +3,11 @@
 import keras
 from keras import ops
 
+from bert_tf.modeling.config_serialization import KeptArguments
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class NextSentenceHead(keras.layers.Layer):
+class NextSentenceHead(KeptArguments, keras.layers.Layer):
     """logits = pooled @ output_weights^T + output_bias, with `output_weights` [2, H] as in the TF1 checkpoint.
     Label 0 means segment B really follows A; 1 means B is a random sentence.
 
@@ -20,8 +22,7 @@ class NextSentenceHead(keras.layers.Layer):
 
     def __init__(self, hidden_size, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
+        self.keep_arguments(hidden_size=hidden_size, initializer_range=initializer_range)
 
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(
@@ -34,8 +35,3 @@ class NextSentenceHead(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         return (input_shape[0], 2)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
-        return config

@@ -5,11 +5,12 @@ from keras import ops
 
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import BertSelfAttention
+from bert_tf.modeling.config_serialization import KeptArguments
 from bert_tf.modeling.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class TransformerBlock(keras.layers.Layer):
+class TransformerBlock(KeptArguments, keras.layers.Layer):
     """One block of the original `transformer_model`:
 
         x = LN(x + Dropout(Dense(Attention(x))))       # attention/output
@@ -36,15 +37,10 @@ class TransformerBlock(keras.layers.Layer):
                  dropout_rate=0.1, attention_dropout_rate=0.1, initializer_range=0.02, layer_norm_eps=1e-12,
                  pre_layer_norm=False, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.dropout_rate = dropout_rate
-        self.attention_dropout_rate = attention_dropout_rate
-        self.initializer_range = initializer_range
-        self.layer_norm_eps = layer_norm_eps
-        self.pre_layer_norm = pre_layer_norm
+        self.keep_arguments(
+            hidden_size=hidden_size, num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
+            hidden_act=hidden_act, dropout_rate=dropout_rate, attention_dropout_rate=attention_dropout_rate,
+            initializer_range=initializer_range, layer_norm_eps=layer_norm_eps, pre_layer_norm=pre_layer_norm)
         self.activation = get_activation(hidden_act)
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.self_attention = BertSelfAttention(
@@ -91,12 +87,3 @@ class TransformerBlock(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape, mask_shape=None):
         return input_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size, hidden_act=self.hidden_act, dropout_rate=self.dropout_rate,
-            attention_dropout_rate=self.attention_dropout_rate, initializer_range=self.initializer_range,
-            layer_norm_eps=self.layer_norm_eps, pre_layer_norm=self.pre_layer_norm)
-        return config

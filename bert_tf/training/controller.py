@@ -15,6 +15,7 @@ asks for a checkpoint at the next call's end instead, agreed the same way. See d
 "Preemption".
 """
 
+import dataclasses
 import os
 import time
 
@@ -26,6 +27,7 @@ from bert_tf.training.metric_window import MetricWindow
 from bert_tf.training.strategy import sum_over_workers
 
 
+@dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Controller:
     """Trains one phase at a time, checkpointing every `save_checkpoints_steps`, and stops on SIGTERM.
 
@@ -52,19 +54,20 @@ class Controller:
     False
     """
 
-    def __init__(self, *, trainer, log, save_checkpoints_steps, iterations_per_loop, preemption=None, peak=None,
-                 evaluator=None, max_seconds_per_loop=None, maintenance=None):
-        self.trainer = trainer
-        self.log = log
-        self.preemption = preemption
-        self.save_checkpoints_steps = save_checkpoints_steps
-        self.iterations_per_loop = iterations_per_loop
-        self.peak = peak
-        self.evaluator = evaluator
-        self.max_seconds_per_loop = max_seconds_per_loop
-        self.maintenance = maintenance
-        self.window = MetricWindow(trainer.metric_names)
-        self.last_metrics = {}
+    trainer: object
+    log: object
+    save_checkpoints_steps: int
+    iterations_per_loop: int
+    preemption: object = None
+    peak: object = None
+    evaluator: object = None
+    max_seconds_per_loop: float = None
+    maintenance: object = None
+    window: MetricWindow = dataclasses.field(init=False)
+    last_metrics: dict = dataclasses.field(init=False, default_factory=dict)
+
+    def __post_init__(self):
+        self.window = MetricWindow(self.trainer.metric_names)
 
     def train_phase(self, phase, iterators, checkpoint, end, flops_per_step, global_batch):
         """Trains `phase` from `iterators` (one per input host of the trainer's layout) until the global step reaches
