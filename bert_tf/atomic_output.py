@@ -114,7 +114,25 @@ def make_directories(directory):
     tf.io.gfile.makedirs(directory)
 
 
-class AtomicFile:
+class CommitOnSuccess:
+    """A context manager over outputs that are complete or absent: when the block ends without an error it calls
+    `commit()`; otherwise `discard()`, and the error goes on as `explained(error)` tells it (e.g. a full device as
+    one `InputError`). Subclasses define the three."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.commit()
+            return
+        self.discard()
+        explained = self.explained(value) if isinstance(value, Exception) else value
+        if explained is not value:
+            raise explained from value
+
+
+class AtomicFile(CommitOnSuccess):
     """One output file: `write_path` is where to write it; `commit()` puts it in place, `discard()` drops it.
 
     A regular (or absent) path is written at a temporary name beside it and renamed by `commit`; a character
@@ -175,18 +193,6 @@ class AtomicFile:
             return InputError(f"{self.path}: No space left on device (ENOSPC): the character device took no more "
                               f"output; write to a file on a disk with space (or /dev/null to discard it).")
         return error
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        if kind is None:
-            self.commit()
-            return
-        self.discard()
-        explained = self.explained(value) if isinstance(value, Exception) else value
-        if explained is not value:
-            raise explained from value
 
 
 def write_text_atomically(path, text):

@@ -9,7 +9,7 @@ import re
 
 import tensorflow as tf
 
-from bert_tf.atomic_output import AtomicFile
+from bert_tf.atomic_output import AtomicFile, CommitOnSuccess
 from bert_tf.errors import InputError
 
 _SHARD_PATTERN = re.compile(r"^(?P<path>.+)@(?P<count>\d+)$")
@@ -61,7 +61,7 @@ def check_outputs_spare_inputs(output_files, input_files, what="an input"):
                              f"writing it would destroy {what}. Choose another output path.")
 
 
-class RoundRobinWriter:
+class RoundRobinWriter(CommitOnSuccess):
     """TFRecord writers over several files; record k goes to file k mod len(files), as in the original.
 
     Each file is an `AtomicFile`: records go to a partial file beside its path, renamed to the path when the writer
@@ -100,24 +100,20 @@ class RoundRobinWriter:
                     later.discard(close=later_writer.close)
                 raise
 
+    commit = close
+
     def discard(self):
         """Drops what was written: the partial files are removed and no output path is touched."""
         pending, self._writers = list(zip(self._outputs, self._writers)), []
         for output, writer in pending:
             output.discard(close=writer.close)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        if kind is None:
-            self.close()
-            return
-        outputs = self._outputs
-        self.discard()
-        for output in outputs:  # a write that failed on a full device, as one line naming it
-            explained = output.explained(value) if isinstance(value, Exception) else value
-            if explained is not value:
-                raise explained from value
+    def explained(self, error):
+        """A write that failed on a full device, as one line naming it; any other error as it is."""
+        for output in self._outputs:
+            explained = output.explained(error)
+            if explained is not error:
+                return explained
+        return error
 
 
