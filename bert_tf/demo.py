@@ -130,24 +130,33 @@ def main(argv):
 
     print("\n== 6. Masked-word predictions of held-out verses, through the exported SavedModels")
     predictions = masked_word_predictions(exported)
+    print_predictions(predictions)
+    summary = {"masked_lm_accuracy": results["masked_lm_accuracy"],
+               "next_sentence_accuracy": results.get("next_sentence_accuracy"),
+               "unigram_baseline": baseline, "unigram_baseline_token": read_vocab_file(vocab_file)[baseline_token],
+               "global_step": int(results["global_step"]), "exported": exported, "predictions": predictions,
+               "words_in_top_5": sum(item["in_top_k"] for item in predictions)}
+    with open(os.path.join(output_dir, RESULTS_FILE), "w") as f:
+        json.dump(summary, f, indent=2)
+    print_summary(summary, output_dir, model_dir, exported_dir)
+
+
+def print_predictions(predictions):
+    """Each held-out verse with its masked word, the model's top 5 and whether the word is among them."""
     for item in predictions:
         shown = ", ".join(f"{token} {p:.2f}" for token, p in item["predictions"])
         masked = "[MASK]".join(item["sentence"].rsplit(item["word"], 1))
         found = "in the top 5" if item["in_top_k"] else "not in the top 5"
         print(f"  {masked}\n    -> {shown}   (was: {item['word']}, {found})")
-    in_top_k = sum(item["in_top_k"] for item in predictions)
 
-    baseline_word = read_vocab_file(vocab_file)[baseline_token]
-    summary = {"masked_lm_accuracy": results["masked_lm_accuracy"],
-               "next_sentence_accuracy": results.get("next_sentence_accuracy"),
-               "unigram_baseline": baseline, "unigram_baseline_token": baseline_word,
-               "global_step": int(results["global_step"]), "exported": exported, "predictions": predictions,
-               "words_in_top_5": in_top_k}
-    with open(os.path.join(output_dir, RESULTS_FILE), "w") as f:
-        json.dump(summary, f, indent=2)
-    print(f"\n== Done\nheld-out masked-LM accuracy: {results['masked_lm_accuracy']:.4f} after "
-          f"{summary['global_step']} steps (unigram baseline {baseline:.4f}: always {baseline_word!r})")
-    print(f"masked words of the {len(predictions)} held-out verses in the model's top 5: {in_top_k}")
+
+def print_summary(summary, output_dir, model_dir, exported_dir):
+    """The demo's last lines: held-out accuracies against their baselines, and where its outputs are."""
+    print(f"\n== Done\nheld-out masked-LM accuracy: {summary['masked_lm_accuracy']:.4f} after "
+          f"{summary['global_step']} steps (unigram baseline {summary['unigram_baseline']:.4f}: always "
+          f"{summary['unigram_baseline_token']!r})")
+    print(f"masked words of the {len(summary['predictions'])} held-out verses in the model's top 5: "
+          f"{summary['words_in_top_5']}")
     if summary["next_sentence_accuracy"] is not None:
         print(f"held-out next-sentence accuracy: {summary['next_sentence_accuracy']:.4f} (chance 0.5)")
     print(f"curves: {os.path.join(model_dir, 'training_curves.png')}\n"
