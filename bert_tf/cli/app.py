@@ -275,6 +275,35 @@ def _stderr_captured():
             os.close(saved)
 
 
+@contextlib.contextmanager
+def others_output_hidden():
+    """Hides what the block and the processes it starts print on stderr (file descriptor 2, which child processes
+    inherit): for a command whose workers each import TensorFlow and log their runner's chatter (Beam's). When
+    the block fails, what was printed is shown with --verbosity=debug (else the frame's one line stands alone);
+    `BERT_TF_TF_LOGS=1` shows it as it comes.
+
+    Example:
+    >>> with others_output_hidden():  # doctest: +SKIP
+    ...     pipeline.run().wait_until_finish()
+    """
+    if os.environ.get(SHOW_TF_LOGS_ENV) == "1":
+        yield
+        return
+    error = None
+    with _stderr_captured() as captured:
+        try:
+            yield
+        except BaseException as caught:
+            error = caught
+            captured.seek(0)
+            lines = captured.read()
+    if error is not None:
+        if logging.get_verbosity() >= logging.DEBUG:
+            sys.stderr.buffer.write(lines)
+            sys.stderr.flush()
+        raise error
+
+
 def start_tensorflow_quietly():
     """Imports TensorFlow and lists its devices with the C++ start-up lines hidden (see the module docstring).
 
