@@ -13,7 +13,8 @@
 4. evaluation on the held-out chapters with the original metrics, against the unigram baseline (always predicting
    the training data's most frequent masked token).
 5. export: `bert-export` writes the encoder, encoder + masked-LM and preprocessing SavedModels.
-6. masked-word predictions for four held-out verses, through the exported SavedModels.
+6. masked-word predictions for four held-out verses, through the exported SavedModels, printed and drawn as one
+   PNG (`masked_word_predictions.png`: each verse, its masked word, the top 5 words' probabilities as bars).
 
 Each stage runs the command a user would type (printed before it runs) and is skipped when its output is already
 there, so re-running continues an interrupted demo (`bert-pretrain` resumes from its last checkpoint).
@@ -25,6 +26,7 @@ import os
 from absl import app, flags
 
 from bert_tf.demo_data import DUPE_FACTOR, VOCAB_SIZE, DemoData
+from bert_tf.demo_figure import PREDICTIONS_FILE, write_predictions_png
 
 FLAGS = flags.FLAGS
 
@@ -131,6 +133,7 @@ def main(argv):
     print("\n== 6. Masked-word predictions of held-out verses, through the exported SavedModels")
     predictions = masked_word_predictions(exported)
     print_predictions(predictions)
+    write_predictions_png(predictions, os.path.join(output_dir, PREDICTIONS_FILE))
     summary = {"masked_lm_accuracy": results["masked_lm_accuracy"],
                "next_sentence_accuracy": results.get("next_sentence_accuracy"),
                "unigram_baseline": baseline, "unigram_baseline_token": read_vocab_file(vocab_file)[baseline_token],
@@ -161,7 +164,8 @@ def print_summary(summary, output_dir, model_dir, exported_dir):
         print(f"held-out next-sentence accuracy: {summary['next_sentence_accuracy']:.4f} (chance 0.5)")
     print(f"curves: {os.path.join(model_dir, 'training_curves.png')}\n"
           f"TensorBoard: tensorboard --logdir {model_dir}\n"
-          f"SavedModels: {exported_dir}\nresults: {os.path.join(output_dir, RESULTS_FILE)}")
+          f"SavedModels: {exported_dir}\npredictions: {os.path.join(output_dir, PREDICTIONS_FILE)}\n"
+          f"results: {os.path.join(output_dir, RESULTS_FILE)}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def test_demo_model_uses_context_on_held_out_text(demo):
     # At least 3 of the 4 verses' masked words in the model's top 5 (measured: 4).
     assert results["words_in_top_5"] >= 3, results["predictions"]
     assert results["words_in_top_5"] == sum(item["in_top_k"] for item in results["predictions"])
+    assert (output_dir / "masked_word_predictions.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     model_dir = output_dir / "model"
     for name in ("training_curves.png", "training_summary.txt", "eval_results.txt", "ckpt-3000.index"):
         assert (model_dir / name).exists(), name

@@ -2,7 +2,9 @@
 
 Prints the first instances as text ("[CLS] in the {[MASK]|beginning} god ... [SEP]": each predicted position as
 {what the model sees|the label}), checks every record against the original instance structure, prints the statistics
-(NSP ratio, mask rate, [MASK]/random/kept split, lengths) and writes a PNG of the length histogram and masking split.
+(NSP ratio, mask rate, [MASK]/random/kept split, lengths) and with --plot_file writes a PNG of the length histogram
+and masking split, and of the first instance's tokens coloured by what the masking did (not predicted, [MASK],
+random token, kept; the original beside a replaced token).
 
   bert-inspect-data --input_file='data/train.tfrecord*' --vocab_file=vocab.txt --plot_file=data/train.png
 """
@@ -17,7 +19,8 @@ flags.DEFINE_string("input_file", None, "Records to inspect: comma-separated fil
 flags.DEFINE_string("vocab_file", None, "The vocab the records were made with (to show tokens).")
 flags.DEFINE_integer("num_examples", 5, "Instances to print as text.")
 flags.DEFINE_integer("max_records", None, "Read at most this many records for the statistics (default: all).")
-flags.DEFINE_string("plot_file", None, "Where to write the PNG (default: no plot).")
+flags.DEFINE_string("plot_file", None, "Where to write the PNG: the statistics and the first instance's masking "
+                    "(default: no plot).")
 
 
 def main(argv):
@@ -43,12 +46,15 @@ def main(argv):
              f"{layout.max_predictions_per_row} predictions per row") + "\n")
     problems = {}
     printed = 0
+    first = []
 
     def batches():
         nonlocal printed
         for batch in read_records(files, schema, max_records=FLAGS.max_records):
             # Packed rows are checked and shown as the instances they hold.
             instances, row_of = split_rows(batch) if layout else (batch, np.arange(len(batch["input_ids"])))
+            if not first and len(instances["input_ids"]):
+                first.append({k: v[0] for k, v in instances.items()})  # the instance the PNG draws
             for i in range(min(FLAGS.num_examples - printed, len(instances["input_ids"]))):
                 record = {k: v[i] for k, v in instances.items()}
                 where = f" (row {row_of[i]})" if layout else ""
@@ -65,7 +71,8 @@ def main(argv):
           + (f"{stats.instances} records)" if not layout else f"{stats.instances} instances in {stats.rows} rows)"))
     print("\n".join(stats.summary_lines()))
     if FLAGS.plot_file:
-        plot_statistics(stats, FLAGS.plot_file)
+        plot_statistics(stats, FLAGS.plot_file, instance=first[0] if first else None, vocab=vocabulary.tokens,
+                        mask_id=vocabulary.mask_id)
         print(f"wrote {FLAGS.plot_file}")
     if bad:
         return app.EXIT_BAD_INPUT  # the records break the original instance structure

@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from bert_tf.instances.masking import num_to_predict
+from bert_tf.records.masking_figure import draw_instance_masking
 from bert_tf.records.packed_rows import FORMAT_FEATURE, split_rows
 
 
@@ -138,13 +139,25 @@ def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask
     return stats
 
 
-def plot_statistics(stats, path, title=""):
-    """A PNG with the length histogram, predictions per instance and the [MASK]/random/kept split."""
+def statistics_figure(stats, title="", instance=None, vocab=None, mask_id=None):
+    """The matplotlib Figure of `plot_statistics`: the length histogram, predictions per instance and the
+    [MASK]/random/kept split; with `instance` (a record of the original format) and its `vocab` and `mask_id`, a
+    second row draws that instance's tokens coloured by what the masking did (`draw_instance_masking`).
+
+    Example:
+    >>> figure = statistics_figure(stats, instance=first_record, vocab=tokens, mask_id=103)  # doctest: +SKIP
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
+    if instance is None:
+        figure, axes = plt.subplots(1, 3, figsize=(15, 4))
+    else:
+        figure = plt.figure(figsize=(15, 8.5))
+        grid = figure.add_gridspec(2, 3, height_ratios=(1, 1.15))
+        axes = [figure.add_subplot(grid[0, i]) for i in range(3)]
+        draw_instance_masking(figure.add_subplot(grid[1, :]), instance, vocab, mask_id)
     axes[0].bar(np.arange(len(stats.length_histogram)), stats.length_histogram, width=1.0)
     axes[0].set(title="instance length (tokens, specials included)", xlabel="length", ylabel="instances",
                 yscale="log")
@@ -158,5 +171,13 @@ def plot_statistics(stats, path, title=""):
     figure.suptitle(title or f"{stats.instances} instances, {stats.random_next / max(stats.instances, 1):.1%} "
                              f"random next")
     figure.tight_layout()
+    return figure
+
+
+def plot_statistics(stats, path, title="", instance=None, vocab=None, mask_id=None):
+    """Writes `statistics_figure(...)` as a PNG at `path`."""
+    import matplotlib.pyplot as plt
+
+    figure = statistics_figure(stats, title, instance, vocab, mask_id)
     figure.savefig(path, dpi=80)
     plt.close(figure)
