@@ -13,9 +13,8 @@ import dataclasses
 import math
 
 import tensorflow as tf
-from tensorflow.compiler.xla import xla_data_pb2
-from tensorflow.compiler.xla.service import hlo_pb2
 
+from bert_tf.compat.tensorflow_internals import hlo_buffer_assignment, hlo_module, primitive_type_name
 from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.training.pretraining import create_pretrainer, resolve_bert_config
 from bert_tf.training.strategy import worker_layout
@@ -123,7 +122,7 @@ class ProgramSummary:
         ...                               ).dot_flops
         128.0
         """
-        module = hlo_pb2.HloModuleProto.FromString(serialized)
+        module = hlo_module(serialized)
         computations = {c.id: c for c in module.computations}
         summary = cls([], [], [])
         for computation_id, count in _call_counts(computations, module.entry_computation_id).items():
@@ -168,7 +167,7 @@ def _is_dynamic(shape):
 
 
 def _dtype_name(element_type):
-    return xla_data_pb2.PrimitiveType.Name(element_type).lower()
+    return primitive_type_name(element_type)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +199,7 @@ def memory_report(serialized_hlo_proto):
     >>> report.arguments, report.temporaries >= 64 * 64 * 4
     (16384, True)
     """
-    assignment = hlo_pb2.HloProto.FromString(serialized_hlo_proto).buffer_assignment
+    assignment = hlo_buffer_assignment(serialized_hlo_proto)
     arguments = outputs = temporaries = 0
     for allocation in assignment.buffer_allocations:
         if allocation.is_thread_local or allocation.is_constant:

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf.compat.keras_internals import variable_index
 from bert_tf.optimizers.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, WeightDecayOptimizer
 
 
@@ -55,7 +56,7 @@ class Lamb(WeightDecayOptimizer):
         update = ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))
         if self._decays(variable):
             update = ops.add(update, ops.multiply(self.weight_decay_rate, variable))
-        if self._adapted[self._get_variable_index(variable)]:
+        if self._adapted[variable_index(self, variable)]:
             param_norm = ops.sqrt(ops.sum(ops.square(variable)))
             update_norm = ops.sqrt(ops.sum(ops.square(update)))
             ratio = ops.where((param_norm > 0) & (update_norm > 0),

@@ -6,6 +6,8 @@ import re
 import keras
 from keras import ops
 
+from bert_tf.compat.keras_internals import variable_index
+
 # The original's `exclude_from_weight_decay`: regexes searched in the variable's full name.
 DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
@@ -65,7 +67,7 @@ class WeightDecayOptimizer(keras.optimizers.Optimizer):
 
     def _moments(self, gradient, variable):
         """(m, v, next_m, next_v) of Adam's moment update for `variable`; `_apply` stores them."""
-        index = self._get_variable_index(variable)
+        index = variable_index(self, variable)
         m, v = self._m[index], self._v[index]
         next_m = ops.add(ops.multiply(self.beta_1, m), ops.multiply(1.0 - self.beta_1, gradient))
         next_v = ops.add(ops.multiply(self.beta_2, v), ops.multiply(1.0 - self.beta_2, ops.square(gradient)))
@@ -82,7 +84,7 @@ class WeightDecayOptimizer(keras.optimizers.Optimizer):
         self.assign_sub(variable, ops.multiply(ops.cast(learning_rate, variable.dtype), update))
 
     def _decays(self, variable):
-        return self._decayed[self._get_variable_index(variable)]
+        return self._decayed[variable_index(self, variable)]
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
         # Overrides the TensorFlow backend's cross-replica sum inside `apply`; see `aggregate_gradients`.

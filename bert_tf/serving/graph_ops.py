@@ -5,18 +5,15 @@ load there. `tf.raw_ops` lists exactly the ops compiled into TensorFlow itself, 
 loaded since, so it is the reference.
 """
 
-import os
 
 import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
+
+from bert_tf.compat.tensorflow_internals import read_saved_model_proto
 
 
 def saved_model_ops(export_dir, tags=("serve",)):
     """The set of op types in the MetaGraph with `tags`: its graph and every function of its library."""
-    saved_model = saved_model_pb2.SavedModel()
-    with tf.io.gfile.GFile(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
-        saved_model.ParseFromString(f.read())
-    for meta_graph in saved_model.meta_graphs:
+    for meta_graph in read_saved_model_proto(export_dir).meta_graphs:
         if set(meta_graph.meta_info_def.tags) == set(tags):
             graph = meta_graph.graph_def
             ops = {node.op for node in graph.node}

@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
+from bert_tf.compat.tensorflow_internals import OBJECT_GRAPH_KEY
 from bert_tf.training.extended_vocab import extended_rows, restore_with_new_rows
 from bert_tf.training.input_hosts import HostIterator
 
@@ -133,7 +134,7 @@ def restore_model_weights(model, init_checkpoint, vocab_file=None):
     except (tf.errors.OpError, ValueError):
         raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (TensorFlow cannot read it "
                          f"as one): pass a directory written by bert-convert or bert-pretrain.") from None
-    if "_CHECKPOINTABLE_OBJECT_GRAPH" not in keys or not any(k.startswith("model/") for k in keys):
+    if OBJECT_GRAPH_KEY not in keys or not any(k.startswith("model/") for k in keys):
         raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (no `model` object): "
                          f"convert a released TF1 or HF checkpoint first with `bert-convert --from tf1|hf`.")
     is_dir = tf.io.gfile.isdir(init_checkpoint)

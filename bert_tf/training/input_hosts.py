@@ -15,6 +15,8 @@ import dataclasses
 
 import tensorflow as tf
 
+from bert_tf.compat.tensorflow_internals import Trackable, iterator_state, restore_iterator_state
+
 
 @dataclasses.dataclass(frozen=True)
 class InputHost:
@@ -69,7 +71,7 @@ def strategy_hosts(strategy):
     return group_by_host(devices)
 
 
-class HostIterator(tf.__internal__.tracking.Trackable):
+class HostIterator(Trackable):
     """A host's input iterator as a checkpoint saves it: its state is serialized and restored on the host's CPU.
 
     `tf.data.Iterator` asks its dataset for options on the default device when it is saved, which fails when the
@@ -89,11 +91,11 @@ class HostIterator(tf.__internal__.tracking.Trackable):
 
     def _serialize_to_tensors(self):
         with tf.device(self.device):
-            return {self._STATE: self.iterator._serialize_to_tensors()["_STATE"]}
+            return {self._STATE: iterator_state(self.iterator)}
 
     def _restore_from_tensors(self, restored_tensors):
         with tf.device(self.device):
-            return self.iterator._restore_from_tensors({"_STATE": restored_tensors[self._STATE]})
+            return restore_iterator_state(self.iterator, restored_tensors[self._STATE])
 
 
 def host_iterators(hosts, make_dataset):

@@ -7,6 +7,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from bert_tf.compat.tensorflow_internals import strategy_supports_no_merge_call
 from bert_tf.modeling.dropout import dropout_stream
 from bert_tf.training.strategy import split_per_replica
 
@@ -184,7 +185,7 @@ class Trainer:
                     lambda: strategy.extended.call_for_each_replica(apply, args=(grads,)), lambda: None)
 
         # TPUStrategy runs every replica in one program and updates without merge_call: the cond stays in place.
-        if tf.__internal__.distribute.strategy_supports_no_merge_call():
+        if strategy_supports_no_merge_call():
             tf.cond(condition, lambda: apply(grads), lambda: None)
         else:
             tf.distribute.get_replica_context().merge_call(cross_replica, args=(condition, grads))

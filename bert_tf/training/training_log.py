@@ -7,9 +7,9 @@ import os
 
 import tensorflow as tf
 from absl import logging
-from tensorflow.core.framework import summary_pb2
 
 from bert_tf.accelerators.peak_flops import clipped_mfu
+from bert_tf.compat.tensorflow_internals import scalar_summary_metadata
 
 HISTORY_FILE = "train_metrics.jsonl"
 EVAL_RESULTS_FILE = "eval_results.txt"
@@ -99,8 +99,7 @@ class TrainingLog:
 def write_scalar(name, value):
     """A TensorBoard scalar (the "scalars" plugin's format) written with TensorFlow alone: `tf.summary.scalar`
     needs the tensorboard package, which only viewing the logs requires."""
-    metadata = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
-    tf.summary.write(name, tf.constant(float(value), tf.float32), metadata=metadata)
+    tf.summary.write(name, tf.constant(float(value), tf.float32), metadata=scalar_summary_metadata())
 
 
 def read_eval_results(model_dir):

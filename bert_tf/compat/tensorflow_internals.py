@@ -1,0 +1,81 @@
+"""TensorFlow internals the package uses, each with its reason. See `bert_tf.compat` for the rules and
+`tests/test_compat.py` for the canaries."""
+
+import os
+
+import tensorflow as tf
+from tensorflow.compiler.xla import xla_data_pb2
+from tensorflow.compiler.xla.service import hlo_pb2
+from tensorflow.core.framework import summary_pb2
+from tensorflow.core.protobuf import saved_model_pb2
+
+# The base class of objects a `tf.train.Checkpoint` saves through `_serialize_to_tensors`. Why: a host's iterator
+# must be saved on the host's device (training/input_hosts.py); TensorFlow exports the class only as internal API.
+Trackable = tf.__internal__.tracking.Trackable
+
+# The key under which every object-based checkpoint stores its object graph. Why: telling a bert_tf checkpoint from
+# a TF1 one by its keys (training/checkpointing.py) needs the name; TensorFlow keeps the constant private.
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+
+
+def iterator_state(iterator):
+    """The serialized state of a `tf.data` iterator (a variant tensor), as a checkpoint saves it.
+
+    Why: `HostIterator` saves the state itself, on its host's device; the iterator exposes it only through the
+    private checkpoint hook.
+    """
+    return iterator._serialize_to_tensors()["_STATE"]
+
+
+def restore_iterator_state(iterator, state):
+    """Restores a `tf.data` iterator from `iterator_state`'s tensor (the restore half of the same hook)."""
+    return iterator._restore_from_tensors({"_STATE": state})
+
+
+def strategy_supports_no_merge_call():
+    """True when the current strategy updates variables without `merge_call` (TPUStrategy, and MirroredStrategy
+    inside a jit-compiled step).
+
+    Why: applying the optimizer under a `tf.cond` must go through `merge_call` where the strategy uses it
+    (`Trainer._apply_if`); TensorFlow exposes the test only as internal API, as Keras' LossScaleOptimizer uses it.
+    """
+    return tf.__internal__.distribute.strategy_supports_no_merge_call()
+
+
+def hlo_module(serialized):
+    """The `HloModuleProto` of a lowered program (`experimental_get_compiler_ir(...)(stage="hlo_serialized")`).
+
+    Why: counting a program's dots, dtypes, host transfers and dynamic shapes (analysis/compiled_program.py) needs
+    the HLO as data; XLA's protos ship inside TensorFlow without a public Python API.
+    """
+    return hlo_pb2.HloModuleProto.FromString(serialized)
+
+
+def hlo_buffer_assignment(serialized_hlo_proto):
+    """The buffer assignment of a compiled program (`stage="optimized_hlo_proto_serialized"`), for its memory."""
+    return hlo_pb2.HloProto.FromString(serialized_hlo_proto).buffer_assignment
+
+
+def primitive_type_name(element_type):
+    """An XLA element type's name in lower case ("bf16", "f32")."""
+    return xla_data_pb2.PrimitiveType.Name(element_type).lower()
+
+
+def scalar_summary_metadata():
+    """The summary metadata of a TensorBoard scalar.
+
+    Why: `tf.summary.scalar` needs the tensorboard package, which only viewing the logs requires; writing the
+    scalars plugin's metadata with TensorFlow's own proto avoids the dependency.
+    """
+    return summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+def read_saved_model_proto(export_dir):
+    """The `SavedModel` protocol buffer of `export_dir`/saved_model.pb.
+
+    Why: listing the ops a serving graph runs (serving/graph_ops.py) needs the graph as data, with no session.
+    """
+    saved_model = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    return saved_model
