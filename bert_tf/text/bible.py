@@ -32,13 +32,13 @@ def bible_csv_path():
     return os.path.join(list(spec.submodule_search_locations)[0], "data", "web", "t_web.csv.gz")
 
 
-def read_bible_documents(counts, path=None):
-    """The World English Bible, a document (list of sentences) per chapter, in canonical order.
+def read_bible_verses(counts, path=None):
+    """The World English Bible's verses in canonical order, as (book number 1-66, chapter, verse, text) with the
+    footnotes and cut-title markers removed.
 
     Example:
-    >>> documents = list(read_bible_documents(CorpusCounts()))
-    >>> len(documents), documents[0][0]
-    (1189, 'In the beginning God created the heavens and the earth.')
+    >>> next(read_bible_verses(CorpusCounts()))
+    (1, 1, 1, 'In the beginning God created the heavens and the earth.')
     """
     path = path or bible_csv_path()
     counts.files += 1
@@ -47,12 +47,21 @@ def read_bible_documents(counts, path=None):
     rows = csv.reader(io.StringIO(decode(text, counts), newline=""))
     next(rows)  # the header
     # Columns: verse id, book, chapter, verse, text.
-    for _, verses in itertools.groupby(rows, key=lambda row: (row[1], row[2])):
-        verse_texts = []
-        for row in verses:
-            counts.lines += 1
-            verse_texts.append(_CUT_TITLE.sub("", _FOOTNOTE.sub("", row[4])))
-        yield split_sentences(" ".join(verse_texts))
+    for row in rows:
+        counts.lines += 1
+        yield int(row[1]), int(row[2]), int(row[3]), _CUT_TITLE.sub("", _FOOTNOTE.sub("", row[4]))
+
+
+def read_bible_documents(counts, path=None):
+    """The World English Bible, a document (list of sentences) per chapter, in canonical order.
+
+    Example:
+    >>> documents = list(read_bible_documents(CorpusCounts()))
+    >>> len(documents), documents[0][0]
+    (1189, 'In the beginning God created the heavens and the earth.')
+    """
+    for _, verses in itertools.groupby(read_bible_verses(counts, path), key=lambda verse: verse[:2]):
+        yield split_sentences(" ".join(verse[3] for verse in verses))
 
 
 def write_bible_split(directory, held_out_every=10, path=None):
