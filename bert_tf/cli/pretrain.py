@@ -10,15 +10,26 @@ given once per phase of the recipe, in order. Re-running with the same `--model_
 checkpoint stays the latest), 143 stopped by SIGTERM after saving a checkpoint.
 """
 
+import dataclasses
 import os
 import sys
+import typing
 
 from absl import flags, logging
 
 from bert_tf.cli import app
 from bert_tf.config_schema import parse_assignments
 from bert_tf.training.platforms import apply_platform
-from bert_tf.training.recipe import MIXED_PRECISION, OPTIMIZERS, RecipeError, load_recipe
+from bert_tf.training.recipe import (
+    ALIASES,
+    MIXED_PRECISION,
+    OPTIMIZERS,
+    SECTIONS,
+    Phase,
+    Recipe,
+    RecipeError,
+    load_recipe,
+)
 from bert_tf.training.strategy import STRATEGIES
 
 FLAGS = flags.FLAGS
@@ -27,45 +38,81 @@ flags.DEFINE_string("config", None, "Recipe: a YAML path or a name in configs/pr
                     "bert_large_paper, demo_cpu).")
 flags.DEFINE_string("model_dir", None, "Output directory: checkpoints, bert_config.json, vocab.txt, TensorBoard "
                     "logs, curves. An existing one is resumed.")
-flags.DEFINE_multi_string("input_file", None, "TFRecords of a phase (comma-separated globs); once per phase.")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model (instead of the recipe's preset).")
-flags.DEFINE_string("init_checkpoint", None, "A bert-convert / bert-pretrain directory to start the weights from.")
-flags.DEFINE_string("vocab_file", None, "The vocab (copied into model_dir; needed by --dynamic_masking).")
-flags.DEFINE_integer("train_batch_size", None, "Global batch size (sequences per step, all replicas).")
-flags.DEFINE_integer("num_train_steps", None, "Total steps of the run; the phases are rescaled in proportion.")
-flags.DEFINE_integer("num_warmup_steps", None, "Steps of linear learning-rate warmup from 0.")
-flags.DEFINE_float("learning_rate", None, "Peak learning rate.")
-flags.DEFINE_multi_integer("max_seq_length", None, "Sequence length of a phase's records; once per phase.")
-flags.DEFINE_multi_integer("max_predictions_per_seq", None, "Masked positions per sequence of a phase's "
-                           "records; once per phase.")
-flags.DEFINE_integer("save_checkpoints_steps", None, "Steps between checkpoints.")
-flags.DEFINE_integer("iterations_per_loop", None, "Steps per call of the compiled training loop.")
-flags.DEFINE_integer("max_micro_batch_size", None, "Most sequences one replica computes at once; larger "
-                     "per-replica batches are accumulated over micro-batches.")
 flags.DEFINE_enum("strategy", "default", STRATEGIES, "Where to run: tpu, mirrored (local GPUs), multi_worker "
                   "(TF_CONFIG), one_device, default.")
 flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
-flags.DEFINE_enum("mixed_precision", None, MIXED_PRECISION, "Compute dtype policy (float32 is the original).")
 flags.DEFINE_string("platform", None, "Settings that fit an accelerator (configs/platforms.yaml: tpu_v4, "
                     "tpu_v5e, a100_80gb, a100_40gb, h100_80gb, cpu): mixed precision and max_micro_batch_size; "
                     "explicit flags still win. Global batch and schedule stay the recipe's.")
-flags.DEFINE_boolean("jit_compile", None, "Compile each replica's forward and backward pass with XLA.")
-flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords evaluated at the end with the original metrics.")
-flags.DEFINE_enum("optimizer", None, OPTIMIZERS, "adamw (the original AdamWeightDecay) or lamb.")
-flags.DEFINE_boolean("dynamic_masking", None, "Draw new masks for every batch (RoBERTa) instead of the records'.")
-flags.DEFINE_boolean("row_packing", None, "Pack unpacked records into rows of several instances in the input "
-                     "pipeline (the batch counts rows; records written with --pack are packed already).")
-flags.DEFINE_boolean("use_next_sentence", None, "Train the next-sentence loss (false: masked LM only).")
-flags.DEFINE_integer("seed", None, "Seed of the initialisation, the data order and dropout.")
 flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: the "
                    "accelerator's data-sheet peak x replicas; measured on CPUs).")
 flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE read as YAML), e.g. "
                           "--set=optimizer.beta_1=0.95 --set=model.hidden_dropout_prob=0 "
                           "--set=phases.1.max_seq_length=256.")
 
-# The flags that say where and how the run goes; every other flag of this module overrides the recipe field of
-# its name (see `Recipe.with_overrides`). --platform applies its settings before them, so explicit flags win.
-_RUN_FLAGS = ("config", "model_dir", "strategy", "tpu", "peak_tflops", "set", "platform")
+# The flags above say where and how the run goes; these override the recipe field of their name (see
+# `Recipe.with_overrides`; the original scripts' names where they have one): name -> help. Each takes the type of
+# the field it sets (`override_flag_kind`); a phase's field is given once per phase. --platform applies its
+# settings before them, so explicit flags win.
+OVERRIDE_FLAGS = {
+    "input_file": "TFRecords of a phase (comma-separated globs); once per phase.",
+    "bert_config_file": "bert_config.json of the model (instead of the recipe's preset).",
+    "init_checkpoint": "A bert-convert / bert-pretrain directory to start the weights from.",
+    "vocab_file": "The vocab (copied into model_dir; needed by --dynamic_masking).",
+    "train_batch_size": "Global batch size (sequences per step, all replicas).",
+    "num_train_steps": "Total steps of the run; the phases are rescaled in proportion.",
+    "num_warmup_steps": "Steps of linear learning-rate warmup from 0.",
+    "learning_rate": "Peak learning rate.",
+    "max_seq_length": "Sequence length of a phase's records; once per phase.",
+    "max_predictions_per_seq": "Masked positions per sequence of a phase's records; once per phase.",
+    "save_checkpoints_steps": "Steps between checkpoints.",
+    "iterations_per_loop": "Steps per call of the compiled training loop.",
+    "max_micro_batch_size": "Most sequences one replica computes at once; larger per-replica batches are "
+                            "accumulated over micro-batches.",
+    "mixed_precision": "Compute dtype policy (float32 is the original).",
+    "jit_compile": "Compile each replica's forward and backward pass with XLA.",
+    "eval_input_file": "Held-out TFRecords evaluated at the end with the original metrics.",
+    "optimizer": "adamw (the original AdamWeightDecay) or lamb.",
+    "dynamic_masking": "Draw new masks for every batch (RoBERTa) instead of the records'.",
+    "row_packing": "Pack unpacked records into rows of several instances in the input pipeline (the batch counts "
+                   "rows; records written with --pack are packed already).",
+    "use_next_sentence": "Train the next-sentence loss (false: masked LM only).",
+    "seed": "Seed of the initialisation, the data order and dropout.",
+}
+_CHOICES = {"optimizer": OPTIMIZERS, "mixed_precision": MIXED_PRECISION}
+
+
+def override_flag_kind(name):
+    """(the plain type of the recipe field flag `name` sets, whether it is given once per phase).
+
+    >>> override_flag_kind("learning_rate"), override_flag_kind("max_seq_length"), override_flag_kind("optimizer")
+    ((<class 'float'>, False), (<class 'int'>, True), (<class 'str'>, False))
+    """
+    path = ALIASES.get(name, name)
+    if "." in path:
+        section, field = path.split(".")
+        cls, per_phase = SECTIONS[section], False
+    else:
+        recipe_fields = {f.name for f in dataclasses.fields(Recipe)}
+        cls, field, per_phase = (Recipe, path, False) if path in recipe_fields else (Phase, path, True)
+    kind = typing.get_type_hints(cls)[field]
+    return next(k for k in typing.get_args(kind) or (kind,) if k is not type(None)), per_phase
+
+
+def _define_override_flags():
+    define = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float,
+              bool: flags.DEFINE_boolean}
+    for name, help_text in OVERRIDE_FLAGS.items():
+        kind, per_phase = override_flag_kind(name)
+        if name in _CHOICES:
+            flags.DEFINE_enum(name, None, _CHOICES[name], help_text)
+        elif per_phase:
+            {str: flags.DEFINE_multi_string, int: flags.DEFINE_multi_integer}[kind](name, None, help_text)
+        else:
+            define[kind](name, None, help_text)
+
+
+_define_override_flags()
 
 
 def recipe_from_flags(flag_values=FLAGS):
@@ -77,7 +124,7 @@ def recipe_from_flags(flag_values=FLAGS):
     >>> recipe_from_flags().optimizer.name
     'lamb'
     """
-    names = [f.name for f in flag_values.get_flags_for_module(__name__) if f.name not in _RUN_FLAGS]
+    names = list(OVERRIDE_FLAGS)
     recipe = load_recipe(flag_values.config)
     if flag_values.platform:
         recipe = apply_platform(recipe, flag_values.platform)
