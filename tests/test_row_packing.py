@@ -336,3 +336,20 @@ def test_bert_pretrain_on_packed_rows(tmp_path):
     from bert_tf.training.training_log import read_eval_results
     results = read_eval_results(str(tmp_path / "run"))
     assert np.isfinite(results["loss"]) and 0 <= results["next_sentence_accuracy"] <= 1
+
+
+def test_record_checker_reports_instances_per_record_and_padding(tmp_path, caplog):
+    instances = short_instances(30, row_length=48, seed=3)
+    unpacked = write_rows(tmp_path / "unpacked.tfrecord", instances)
+    rows = pack_instances(instances, RowLayout(48, 3, 12))
+    packed = write_rows(tmp_path / "packed.tfrecord", rows)
+    share = instances["input_mask"][:16].sum() / (16 * 48)
+    packed_share = rows["input_mask"].sum() / (len(rows["input_mask"]) * 48)
+    with caplog.at_level("INFO", logger="absl"):
+        check_record_files(unpacked, 48, 4, vocab_size=64)
+        check_record_files(packed, 48, 4, vocab_size=64)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Checked the first")]
+    assert lines[0] == (f"Checked the first 16 record(s) of 1 file(s): 1.00 instances per record, "
+                        f"{100 * share:.1f}% non-padding tokens.")
+    assert lines[1] == (f"Checked the first 10 record(s) of 1 file(s): 3.00 instances per record, "
+                        f"{100 * packed_share:.1f}% non-padding tokens.")

@@ -7,6 +7,7 @@ id >= vocab_size fails as a GatherV2 traceback on a CPU and is read as zeros, si
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from bert_tf.errors import InputError
 from bert_tf.records import feature_spec as spec_lib
@@ -25,7 +26,8 @@ def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, 
     """Reads the first `records_per_file` records of every file and raises an InputError naming the file, the
     feature, the value and the fix when a record is unreadable, lacks a feature, has another length than
     `max_seq_length` / `max_predictions_per_seq`, or holds an id outside [0, vocab_size) (positions outside
-    [0, max_seq_length), segment ids outside [0, type_vocab_size)). Returns the files.
+    [0, max_seq_length), segment ids outside [0, type_vocab_size)). Returns the files, and logs the records'
+    instances per record (more than 1 in packed rows) and their share of non-padding tokens.
 
     masks_drawn_again: the run masks on the fly (dynamic masking): only input_ids is needed, sequences may be
     shorter than max_seq_length and the records' own masks are not checked.
@@ -36,6 +38,7 @@ def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, 
     """
     files = expand_file_patterns(input_patterns)
     bounds = {"vocab_size": vocab_size, "max_seq_length": max_seq_length, "type_vocab_size": type_vocab_size}
+    checked = instances = tokens = positions = 0
     for path in files:
         records = _first_records(path, records_per_file)
         if not records:
@@ -45,6 +48,12 @@ def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, 
                      shorter_sequences=masks_drawn_again, masks=not masks_drawn_again)
         for index, serialized in enumerate(records):
             features = tf.train.Example.FromString(serialized).features.feature
+            ids = features[schema.record_name("input_ids")].int64_list.value
+            checked += 1
+            instances += (int(np.count_nonzero(features["next_sentence_weights"].float_list.value)) if schema.packed
+                          else 1)
+            tokens += int(np.count_nonzero(ids))
+            positions += max_seq_length
             for v1_name, bound in _BOUNDED:
                 name = schema.record_name(v1_name)
                 if name not in features or (masks_drawn_again and v1_name.startswith("masked_lm")):
@@ -58,6 +67,9 @@ def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, 
                         f"Record {index} of {path} holds {name} value {int(values[outside][0])}, outside [0, {bound}="
                         f"{bounds[bound]}): the records were made with another vocab or model; write them again "
                         f"with this model's vocab, or train a model whose {bound} covers them.")
+    if checked:
+        logging.info("Checked the first %d record(s) of %d file(s): %.2f instances per record, %.1f%% non-padding "
+                     "tokens.", checked, len(files), instances / checked, 100 * tokens / positions)
     return files
 
 
