@@ -8,10 +8,16 @@ matmuls, LayerNorm and softmax in float32), `jax.value_and_grad`, and the packag
 original update: global-norm clipping to 1.0, no bias correction, weight decay 0.01 except the variables its
 regexes exclude, LayerNorm and biases) through Keras' `stateless_apply`.
 
-Rows: the base and large presets at the phase-1 shapes (seq 128, 20 predictions), with the original dropout
-(attention probabilities through explicit softmax + dropout) and with attention dropout 0 (the layers then call
+Rows: the base and large presets at the phase-1 shapes (seq 128, 20 predictions; `--seq_length 512 --predictions
+80` for phase 2), with the original dropout (explicit softmax + dropout on the attention probabilities, which the
+backward pass recomputes from the bf16 scores: `BertSelfAttention.recomputed_attention`) and with attention dropout
+0 (the layers then call
 `keras.ops.dot_product_attention`, which is cuDNN flash attention on Ampere or later GPUs). The masked-LM head
 computes its [P, V] logits only at the predicted positions.
+
+GiB/seq: the step's buffers in XLA's assignment for the device (arguments, outputs, temporaries), compiled at the
+batch and at half of it, the difference per sequence: the CPU estimate's method (tools/estimate_memory.py) on the
+device's own compiler, to set beside it.
 
 MFU = model FLOPs/s / the GPU's dense bf16 peak (H100 SXM and H200: 989 TFLOP/s; `--peak_tflops` for others).
 Model FLOPs per sequence are `bert_tf.accelerators.flops.training_flops_per_sequence` (6 x weights x tokens for the
@@ -21,6 +27,7 @@ machines do not have.
 
     KERAS_BACKEND=jax python bench/bench_gpu_proxy.py                   # on a GPU: base and large, batch 256
     KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --batch_size 128 --presets large
+    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --batch_size 32 --seq_length 512 --predictions 80
     KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --smoke           # anywhere: tiny preset, a few steps
 """
 
@@ -90,8 +97,21 @@ def make_train_step(model, optimizer):
     return train_step
 
 
-def time_training(config, batch, steps, repeats):
-    """Median seconds per step over `repeats` runs of `steps` steps, after one compiling and one warm-up run."""
+def step_bytes(train_step, state, batch):
+    """Bytes of the jitted step's buffers in XLA's assignment for this device (arguments, outputs not aliased to
+    them, temporaries): what the CPU estimate (tools/estimate_memory.py) reads from the CPU compiler. None where the
+    backend does not say."""
+    analysis = train_step.lower(*state, batch).compile().memory_analysis()
+    if analysis is None:
+        return None
+    return (analysis.argument_size_in_bytes + analysis.output_size_in_bytes - analysis.alias_size_in_bytes
+            + analysis.temp_size_in_bytes)
+
+
+def time_training(config, batch, steps, repeats, half_batch=None):
+    """Median seconds per step over `repeats` runs of `steps` steps, after one compiling and one warm-up run, and the
+    GiB per sequence of the step (compiled at `batch` and `half_batch`, the difference per sequence; None without
+    `half_batch` or where the backend does not report its buffers)."""
     keras.utils.set_random_seed(0)
     model = BertPretrainer(config, dtype="mixed_bfloat16")
     optimizer = AdamWeightDecay(learning_rate=1e-4, weight_decay_rate=0.01, global_clipnorm=1.0)
@@ -99,6 +119,12 @@ def time_training(config, batch, steps, repeats):
     state = tuple([v.value for v in variables] for variables in (
         model.trainable_variables, model.non_trainable_variables, optimizer.variables))
     train_step = make_train_step(model, optimizer)
+    per_sequence_gib = None
+    if half_batch is not None:
+        sizes = [step_bytes(train_step, state, b) for b in (batch, half_batch)]
+        sequences = len(batch["input_word_ids"]) - len(half_batch["input_word_ids"])
+        if None not in sizes:
+            per_sequence_gib = (sizes[0] - sizes[1]) / sequences / 2 ** 30
 
     def run(n):
         nonlocal state
@@ -119,7 +145,7 @@ def time_training(config, batch, steps, repeats):
         start = time.perf_counter()
         metrics = run(steps)
         seconds.append((time.perf_counter() - start) / steps)
-    return statistics.median(seconds), compile_seconds, {k: float(v) for k, v in metrics.items()}
+    return statistics.median(seconds), compile_seconds, {k: float(v) for k, v in metrics.items()}, per_sequence_gib
 
 
 def measured_peak_flops(size, dtype=jnp.bfloat16, seconds=0.3):
@@ -177,21 +203,25 @@ def main():
         f"peak: {peak / 1e12:.1f} TFLOP/s ({peak_source}); mixed_bfloat16; batch {args.batch_size}, seq "
         f"{args.seq_length}, {args.predictions} predictions; median of {args.repeats} x {args.steps} steps",
         "",
-        "| preset | attention | dropout (hidden / attention) | seq/s | tokens/s | ms/step | MFU | compile s | loss |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| preset | attention | dropout (hidden / attention) | seq/s | tokens/s | ms/step | MFU | GiB/seq | compile s "
+        "| loss |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     for preset in args.presets.split(","):
         base = BertConfig.preset(preset)
         batch = synthetic_batch(base, args.batch_size, args.seq_length, args.predictions)
+        half_batch = synthetic_batch(base, args.batch_size // 2, args.seq_length, args.predictions)
         flops = training_flops_per_sequence(base, args.seq_length, args.predictions)
         for attention, config in (("explicit softmax + dropout", base),
                                   ("fused dot_product_attention", base.replace(attention_probs_dropout_prob=0.0))):
-            seconds, compile_seconds, metrics = time_training(config, batch, args.steps, args.repeats)
+            seconds, compile_seconds, metrics, per_sequence_gib = time_training(
+                config, batch, args.steps, args.repeats, half_batch)
             rate = args.batch_size / seconds
+            memory = "n/a" if per_sequence_gib is None else f"{per_sequence_gib:.3f}"
             row = (f"| {preset} | {attention} | {config.hidden_dropout_prob:g} / "
                    f"{config.attention_probs_dropout_prob:g} | {rate:.1f} | {rate * args.seq_length:.0f} | "
-                   f"{1000 * seconds:.1f} | {100 * rate * flops / peak:.1f}% | {compile_seconds:.1f} | "
+                   f"{1000 * seconds:.1f} | {100 * rate * flops / peak:.1f}% | {memory} | {compile_seconds:.1f} | "
                    f"{metrics['loss']:.3f} |")
             lines.append(row)
             print(row, flush=True)

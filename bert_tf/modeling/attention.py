@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.dropout import BertDropout
+from bert_tf.modeling.recomputation import recomputes, tied_to_backward
 
 # The original adds -10000 (not -inf) to the logits of padded keys: kept so logits match it exactly.
 MASK_ADDER = -10000.0
@@ -92,7 +93,7 @@ class BertSelfAttention(keras.layers.Layer):
         dropout = bool(training) and self.attention_dropout_rate > 0
         if not dropout and keras.backend.backend() != "tensorflow":
             context = self.fused_attention(q, k, v, attention_bias)
-        elif training and self.compute_dtype != "float32":
+        elif training and recomputes(q):
             # The seed is drawn here, once per call, outside the recomputed region: the layer's state advances as
             # with plain dropout (exact resume), and the backward pass regenerates the forward's mask.
             seed = self.dropout.next_seed() if dropout else None
@@ -135,12 +136,9 @@ class BertSelfAttention(keras.layers.Layer):
             def grad(*args, upstream=None):
                 if upstream is None:
                     (upstream,) = args
-                # 0 unless the incoming gradient is NaN: makes the recomputation depend on the backward pass, so
-                # XLA can neither hoist it into the forward pass nor merge it with the forward's (CSE), which
-                # would keep the forward's [B, A, T, T] buffers alive until the backward pass.
-                after = ops.isnan(ops.reshape(upstream, (-1,))[0])
-                again = None if seed is None else seed + ops.cast(after, seed.dtype)
-                probs32 = self.probabilities(scores + ops.cast(after, scores.dtype), attention_bias)
+                # Tied to the backward pass, or XLA would keep the forward's [B, A, T, T] buffers instead.
+                again = None if seed is None else tied_to_backward(seed, upstream)
+                probs32 = self.probabilities(tied_to_backward(scores, upstream), attention_bias)
                 probs = ops.cast(probs32, scores.dtype)
                 d_v = ops.matmul(ops.transpose(dropped(probs, again), (0, 1, 3, 2)), upstream)
                 # Dropout's gradient is the same mask and scale applied to the incoming gradient.

@@ -5,6 +5,7 @@ replica reads the same state, so every replica draws the same mask for the same 
 trains on one dropout pattern per step instead of one per replica. The training step says which replica it is
 (`dropout_stream`), and each replica draws from its own stream of seeds, still a pure function of the checkpointed
 state, so runs stay deterministic and resumable. Micro-batches need nothing more: each call advances the state.
+Under a 16-bit compute dtype the backward pass draws the call's mask again from its seed instead of keeping it.
 """
 
 import contextlib
@@ -12,6 +13,8 @@ import threading
 
 import keras
 from keras import ops
+
+from bert_tf.modeling.recomputation import recomputes, tied_to_backward
 
 # Per thread: MirroredStrategy traces each replica's step in its own thread.
 _STREAM = threading.local()
@@ -53,7 +56,10 @@ class BertDropout(keras.layers.Dropout):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return super().call(inputs, training=training)
-        return self.dropout_with_seed(inputs, self.next_seed())
+        seed = self.next_seed()
+        if recomputes(inputs):
+            return self.dropout_regenerating_mask(inputs, seed)
+        return self.dropout_with_seed(inputs, seed)
 
     def next_seed(self):
         """The seed of this call's mask, advancing the layer's state once (as Keras' dropout does): Keras' seed,
@@ -66,6 +72,22 @@ class BertDropout(keras.layers.Dropout):
         index, count = stream
         return seed * ops.convert_to_tensor([1, count], seed.dtype) + ops.stack(
             [ops.zeros((), seed.dtype), ops.cast(index, seed.dtype)])
+
+    def dropout_regenerating_mask(self, inputs, seed):
+        """`dropout_with_seed` whose backward pass draws the mask again from `seed` instead of keeping it (XLA kept
+        the random values, 2 bytes per element under bfloat16): the 16-bit training path."""
+
+        @ops.custom_gradient
+        def dropped(x, seed):
+            def grad(*args, upstream=None):
+                if upstream is None:
+                    (upstream,) = args
+                # Dropout's gradient is the same mask and scale applied to the incoming gradient.
+                return self.dropout_with_seed(upstream, tied_to_backward(seed, upstream)), None
+
+            return self.dropout_with_seed(x, seed), grad
+
+        return dropped(inputs, seed)
 
     def dropout_with_seed(self, inputs, seed):
         """Training-mode dropout of `inputs` with the mask of `seed` (from `next_seed`); the layer's state is left

@@ -1,7 +1,8 @@
-"""The attention under a 16-bit compute dtype keeps only its bfloat16 scores for the backward pass and recomputes
-the softmax and the dropout there: its outputs and gradients stay those of the float32-softmax attention under the
-same dropout seed, its dropout draws one seed per call (as plain dropout, so runs resume exactly), and float32
-training keeps the original ops bit for bit. Packed rows attend within their instance through a block-diagonal bias.
+"""Under a 16-bit compute dtype the layers keep less for the backward pass and recompute the rest there, with the
+same results: the attention keeps only its bfloat16 scores (outputs and gradients stay those of the float32-softmax
+attention under the same dropout seed; one seed per call, as plain dropout, so runs resume exactly), GELU keeps its
+input only, dropout regenerates its mask from the seed. float32 training keeps the original ops bit for bit. Packed
+rows attend within their instance through a block-diagonal bias.
 """
 
 import math
@@ -11,8 +12,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from bert_tf.modeling import BertSelfAttention, attention_mask_adder
-from bert_tf.modeling.dropout import dropout_stream
+from bert_tf.modeling import BertSelfAttention, attention_mask_adder, gelu, gelu_tanh
+from bert_tf.modeling.dropout import BertDropout, dropout_stream
 
 HIDDEN, HEADS, LENGTH = 32, 4, 9
 
@@ -121,3 +122,48 @@ def test_packed_rows_attend_only_within_their_instance():
     for rows, alone in ((slice(0, 5), first), (slice(5, 8), second)):
         separate = layer(alone.astype("float32"), attention_mask_adder(np.ones(alone.shape[:2])))
         np.testing.assert_allclose(out[:, rows], ops.convert_to_numpy(separate), atol=1e-5)
+
+
+def gradient(function, x):
+    """function(x) and d sum(function(x) * weights) / dx in one XLA program, in float32."""
+    weights = tf.range(x.shape[-1], dtype=tf.float32) / x.shape[-1] - 0.5
+
+    @tf.function(jit_compile=True)
+    def run(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = function(x)
+            loss = tf.reduce_sum(tf.cast(y, tf.float32) * weights)
+        return tf.cast(y, tf.float32), tf.cast(tape.gradient(loss, x), tf.float32)
+
+    return [t.numpy() for t in run(x)]
+
+
+def test_gelu_under_16_bits_keeps_its_input_only_with_the_same_values_and_gradients():
+    x = tf.constant(np.random.default_rng(0).normal(size=(4, 256)) * 3, tf.bfloat16)
+    for recomputed, formula in ((gelu, lambda x: 0.5 * x * (1.0 + tf.math.erf(x / math.sqrt(2.0)))),
+                                (gelu_tanh, lambda x: 0.5 * x * (1.0 + tf.tanh(
+                                    math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3)))))):
+        (value, slope), (expected_value, expected_slope) = gradient(recomputed, x), gradient(formula, x)
+        np.testing.assert_array_equal(value, expected_value)  # the forward pass runs the same ops
+        # The derivative is computed in float32 from the bfloat16 input: within bfloat16's rounding of autodiff's.
+        np.testing.assert_allclose(slope, expected_slope, atol=0.02 * np.abs(expected_slope).max())
+        x32 = tf.cast(x, tf.float32)
+        np.testing.assert_array_equal(gradient(recomputed, x32)[1], gradient(formula, x32)[1])  # float32: autodiff
+
+
+def test_dropout_under_16_bits_regenerates_its_mask_for_the_backward_pass():
+    layer = BertDropout(0.1, dtype="mixed_bfloat16")
+    x = tf.constant(np.random.default_rng(0).normal(size=(4, 256)), tf.bfloat16)
+    results = []
+    for apply in (layer.dropout_regenerating_mask, layer.dropout_with_seed):
+        layer.seed_generator.state.assign([1234, 0])
+        results.append(gradient(lambda x: apply(x, layer.next_seed()), x))
+    (value, slope), (expected_value, expected_slope) = results
+    np.testing.assert_array_equal(value, expected_value)
+    # The same elements dropped; the kept ones scaled in bfloat16 (XLA may skip a rounding in one program).
+    np.testing.assert_array_equal(slope == 0, expected_slope == 0)
+    np.testing.assert_allclose(slope, expected_slope, atol=2 ** -8)
+    assert 0.05 < np.mean(slope == 0) < 0.15  # about 10% dropped
+    layer.seed_generator.state.assign([1234, 0])
+    np.testing.assert_array_equal(gradient(lambda x: layer(x, training=True), x)[1], slope)  # the layer's path
