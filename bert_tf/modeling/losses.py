@@ -1,4 +1,6 @@
-"""The original pre-training losses and metrics (`get_masked_lm_output`, `get_next_sentence_output`)."""
+"""The original pre-training losses and metrics (`get_masked_lm_output`, `get_next_sentence_output`), the one owner
+of their formulas: the training step takes a batch's means (`pretraining_losses`), the evaluation adds the weighted
+sums behind them over a held-out set (`masked_lm_sums`, `next_sentence_sums`)."""
 
 from keras import ops
 
@@ -13,18 +15,43 @@ def masked_lm_loss(logits, label_ids, label_weights):
     backend's fused sparse cross-entropy: the same math without a [B, P, V] one-hot (a third of the step of a
     small model at V=30522). A label outside [0, V) is an error here, where the one-hot silently gave 0.
     """
-    per_example = sparse_cross_entropy(logits, label_ids)
     weights = ops.cast(label_weights, "float32")
-    return ops.sum(weights * per_example) / (ops.sum(weights) + MLM_DENOMINATOR_EPSILON)
+    return masked_lm_loss_of_sums(ops.sum(weights * sparse_cross_entropy(logits, label_ids)), ops.sum(weights))
+
+
+def masked_lm_loss_of_sums(loss_sum, weight_sum):
+    """The training's masked-LM loss from its sums: the original adds 1e-5 to the weights' sum."""
+    return loss_sum / (weight_sum + MLM_DENOMINATOR_EPSILON)
+
+
+def masked_lm_sums(logits, label_ids, label_weights):
+    """The weighted sums behind the masked-LM loss and accuracy, float32 scalars: `correct` (sum of w where
+    `first_argmax` is the label), `loss` (sum of w * -log p(label)) and `weight` (sum of w). They add up over
+    replicas and batches, as the original's eval metrics do."""
+    weights = ops.cast(label_weights, "float32")
+    correct = ops.cast(ops.equal(first_argmax(logits), ops.cast(label_ids, "int32")), "float32")
+    return {"correct": ops.sum(weights * correct), "loss": ops.sum(weights * sparse_cross_entropy(logits, label_ids)),
+            "weight": ops.sum(weights)}
+
+
+def next_sentence_sums(logits, labels, weights=None):
+    """The sums behind the next-sentence loss and accuracy, float32 scalars: `correct`, `loss` (cross-entropy)
+    and `count`, over the instances: the [B, 2] logits against labels [B] or [B, 1], or for packed rows the
+    [B, K, 2] logits against labels [B, K] with `weights` [B, K] (1 for an instance, 0 for an empty slot)."""
+    if weights is None:
+        labels = ops.reshape(labels, (-1,))
+        weights = ops.ones(ops.shape(labels), "float32")
+    weights = ops.cast(weights, "float32")
+    correct = ops.cast(ops.equal(first_argmax(logits), ops.cast(labels, "int32")), "float32")
+    return {"correct": ops.sum(weights * correct), "loss": ops.sum(weights * sparse_cross_entropy(logits, labels)),
+            "count": ops.sum(weights)}
 
 
 def next_sentence_loss(logits, labels, weights=None):
     """Mean cross-entropy of the [B, 2] logits against labels [B] or [B, 1]; for packed rows, of the [B, K, 2]
     logits against labels [B, K], over the instances (`weights` [B, K]: 1 for an instance, 0 for an empty slot)."""
-    if weights is None:
-        return ops.mean(sparse_cross_entropy(logits, ops.reshape(labels, (-1,))))
-    weights = ops.cast(weights, "float32")
-    return ops.sum(weights * sparse_cross_entropy(logits, labels)) / ops.maximum(ops.sum(weights), 1.0)
+    sums = next_sentence_sums(logits, labels, weights)
+    return sums["loss"] / ops.maximum(sums["count"], 1.0)
 
 
 def sparse_cross_entropy(logits, labels):
@@ -46,19 +73,14 @@ def first_argmax(x):
 
 def masked_lm_accuracy(logits, label_ids, label_weights):
     """Weighted accuracy of argmax predictions at the masked positions (padding has weight 0)."""
-    correct = ops.cast(ops.equal(first_argmax(logits), ops.cast(label_ids, "int32")), "float32")
-    weights = ops.cast(label_weights, "float32")
-    return ops.sum(weights * correct) / ops.maximum(ops.sum(weights), MLM_DENOMINATOR_EPSILON)
+    sums = masked_lm_sums(logits, label_ids, label_weights)
+    return sums["correct"] / ops.maximum(sums["weight"], MLM_DENOMINATOR_EPSILON)
 
 
 def next_sentence_accuracy(logits, labels, weights=None):
     """The share of instances whose argmax is the label (weights as in `next_sentence_loss`)."""
-    if weights is None:
-        labels = ops.reshape(ops.cast(labels, "int32"), (-1,))
-        return ops.mean(ops.cast(ops.equal(first_argmax(logits), labels), "float32"))
-    correct = ops.cast(ops.equal(first_argmax(logits), ops.cast(labels, "int32")), "float32")
-    weights = ops.cast(weights, "float32")
-    return ops.sum(weights * correct) / ops.maximum(ops.sum(weights), 1.0)
+    sums = next_sentence_sums(logits, labels, weights)
+    return sums["correct"] / ops.maximum(sums["count"], 1.0)
 
 
 def pretraining_losses(outputs, features, use_next_sentence=True):
@@ -69,17 +91,14 @@ def pretraining_losses(outputs, features, use_next_sentence=True):
     `masked_lm_ids`, `masked_lm_weights` and `next_sentence_labels` (packed rows: and `next_sentence_weights`,
     so that the next-sentence terms are per instance, as in a batch of the same instances unpacked).
     """
-    mlm_logits = outputs["mlm_logits"]
-    ids, weights = features["masked_lm_ids"], features["masked_lm_weights"]
-    result = {
-        "masked_lm_loss": masked_lm_loss(mlm_logits, ids, weights),
-        "masked_lm_accuracy": masked_lm_accuracy(mlm_logits, ids, weights),
-    }
+    mlm = masked_lm_sums(outputs["mlm_logits"], features["masked_lm_ids"], features["masked_lm_weights"])
+    result = {"masked_lm_loss": masked_lm_loss_of_sums(mlm["loss"], mlm["weight"]),
+              "masked_lm_accuracy": mlm["correct"] / ops.maximum(mlm["weight"], MLM_DENOMINATOR_EPSILON)}
     result["loss"] = result["masked_lm_loss"]
     if use_next_sentence:
-        nsp_logits, labels = outputs["nsp_logits"], features["next_sentence_labels"]
-        weights = features.get("next_sentence_weights")
-        result["next_sentence_loss"] = next_sentence_loss(nsp_logits, labels, weights)
-        result["next_sentence_accuracy"] = next_sentence_accuracy(nsp_logits, labels, weights)
+        nsp = next_sentence_sums(outputs["nsp_logits"], features["next_sentence_labels"],
+                                 features.get("next_sentence_weights"))
+        result["next_sentence_loss"] = nsp["loss"] / ops.maximum(nsp["count"], 1.0)
+        result["next_sentence_accuracy"] = nsp["correct"] / ops.maximum(nsp["count"], 1.0)
         result["loss"] = result["loss"] + result["next_sentence_loss"]
     return result

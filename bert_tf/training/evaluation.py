@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.errors import InputError
+from bert_tf.modeling.losses import masked_lm_loss_of_sums, masked_lm_sums, next_sentence_sums
 from bert_tf.records.reader import read_records
 from bert_tf.training.strategy import split_over_local_replicas, worker_layout
 
@@ -46,24 +47,13 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
 
     def replica_sums(features):
         outputs = model(features, training=False)
-        log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)
-        ids = tf.cast(features["masked_lm_ids"], tf.int32)
-        weights = tf.cast(features["masked_lm_weights"], tf.float32)
-        example_loss = -tf.gather(log_probs, ids, batch_dims=2)
-        correct = tf.cast(tf.equal(tf.argmax(log_probs, -1, output_type=tf.int32), ids), tf.float32)
-        sums = {"mlm_correct": tf.reduce_sum(weights * correct), "mlm_loss": tf.reduce_sum(weights * example_loss),
-                "mlm_weight": tf.reduce_sum(weights)}
+        mlm = masked_lm_sums(outputs["mlm_logits"], features["masked_lm_ids"], features["masked_lm_weights"])
+        sums = {"mlm_correct": mlm["correct"], "mlm_loss": mlm["loss"], "mlm_weight": mlm["weight"]}
         if model.use_next_sentence:
             # Over instances: a packed row's [K, 2] logits count once per instance it holds.
-            nsp_log_probs = tf.reshape(tf.nn.log_softmax(tf.cast(outputs["nsp_logits"], tf.float32), axis=-1),
-                                       [-1, 2])
-            labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
-            instance = (tf.reshape(tf.cast(features["next_sentence_weights"], tf.float32), [-1])
-                        if "next_sentence_weights" in features else tf.ones_like(labels, tf.float32))
-            sums["nsp_correct"] = tf.reduce_sum(
-                instance * tf.cast(tf.equal(tf.argmax(nsp_log_probs, -1, output_type=tf.int32), labels), tf.float32))
-            sums["nsp_loss"] = -tf.reduce_sum(instance * tf.gather(nsp_log_probs, labels, batch_dims=1))
-            sums["examples"] = tf.reduce_sum(instance)
+            nsp = next_sentence_sums(outputs["nsp_logits"], features["next_sentence_labels"],
+                                     features.get("next_sentence_weights"))
+            sums.update(nsp_correct=nsp["correct"], nsp_loss=nsp["loss"], examples=nsp["count"])
         return tf.stack([sums[name] for name in names])
 
     @tf.function
@@ -79,7 +69,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
         sums = dict(zip(names, batch_sums(features).numpy().astype(np.float64) / layout.num_workers))
         totals += [sums[name] for name in names]
         # The training loss of the batch as `pretraining_losses` computes it, from the batch's sums.
-        loss = sums["mlm_loss"] / (sums["mlm_weight"] + 1e-5)
+        loss = masked_lm_loss_of_sums(sums["mlm_loss"], sums["mlm_weight"])
         if model.use_next_sentence:
             loss += sums["nsp_loss"] / sums["examples"]
         batch_losses.append(loss)
