@@ -20,7 +20,7 @@ from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.training_log import read_history
-from helpers import REPO, latest_step, start_cli, tiny_model_section
+from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
 from pretraining_records import write_records, write_vocab
 
 SEQ, PRED, STEPS = 16, 4, 12
@@ -189,17 +189,51 @@ def wait_for(workers, log_dir, timeout=300):
 
 @pytest.mark.slow
 def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
+    """Two worker processes train to the one-device weights. The chief alone saves the model and optimizer (a save
+    by one worker does not hang the other); worker 1 saves its own iterator and RNG. A restart after worker 1 died
+    while saving step 12 resumes both from step 8, the newest step both have (it refused: the workers' latest
+    differed), and ends with the same weights. A resume in one process (one input pipeline instead of two) stops
+    with one line, unless the input restarts."""
     model_dir = str(setup["root"] / "multi_worker")
-    workers = start_workers(setup["recipe"], model_dir, tmp_path)
+    workers = start_workers(setup["recipe"], model_dir, tmp_path, "--save_checkpoints_steps=4")
     stderrs = wait_for(workers, tmp_path, timeout=240)
     for worker, stderr in zip(workers, stderrs):
         assert worker.returncode == 0, stderr[-3000:]
     assert ("Input: 2 pipeline(s), one per host, over 2 worker process(es); this worker's: pipeline 1 on "
             "/job:worker/replica:0/task:1/device:CPU:0 (replica(s) 1)") in stderrs[1]
-    # Each worker keeps its own checkpoints (its own input iterator): the chief in model_dir.
-    assert os.path.exists(os.path.join(model_dir, "ckpt-12.index"))
-    assert os.path.exists(os.path.join(model_dir, "workers", "worker_1", "ckpt-12.index"))
     assert_same_weights(model_dir, setup["reference"])
+    # Each worker keeps its own checkpoints (its own input iterator); the model and optimizer only the chief.
+    worker_dir = os.path.join(model_dir, "workers", "worker_1")
+    keys = [{name.split("/")[0] for name, _ in tf.train.list_variables(os.path.join(d, "ckpt-12"))}
+            for d in (model_dir, worker_dir)]
+    assert {"model", "optimizer", "iterator", "phase", "input_pipelines"} <= keys[0]
+    assert {"iterator", "step", "phase", "input_pipelines"} <= keys[1]  # (no dropout here: no RNG state)
+    assert not keys[1] & {"model", "optimizer"}
+
+    # Worker 1 died while writing step 12: its files of step 12 are missing and its state file names step 8.
+    for name in os.listdir(worker_dir):
+        if name.startswith("ckpt-12."):
+            os.remove(os.path.join(worker_dir, name))
+    tf.compat.v1.train.update_checkpoint_state(worker_dir, os.path.join(worker_dir, "ckpt-8"),
+                                               [os.path.join(worker_dir, f"ckpt-{s}") for s in (4, 8)])
+    log_dir = tmp_path / "restarted"
+    log_dir.mkdir()
+    restarted = wait_for(start_workers(setup["recipe"], model_dir, log_dir, "--save_checkpoints_steps=4"), log_dir)
+    assert "Resuming from step 8, the newest every worker has" in restarted[0], restarted[0][-3000:]
+    assert all("(step 8)" in stderr and "step 12/12" in stderr for stderr in restarted), restarted[1][-3000:]
+    assert_same_weights(model_dir, setup["reference"])
+
+    # One process resumes a two-pipeline checkpoint: refused in one line, or the phase's input restarts.
+    args = (f"--config={setup['recipe']}", f"--model_dir={model_dir}", "--num_train_steps=16", "--peak_tflops=1")
+    refused = run_cli("pretrain", *args)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert ("ckpt-12 was written with 2 input pipeline(s) (one per input host) and this run has 1: their positions "
+            "in the input do not carry over; resume on the same number of hosts, or pass "
+            "--set=restart_input_on_resize=true") in refused.stderr.strip().splitlines()[-1]
+    resumed = run_cli("pretrain", *args, "--set=restart_input_on_resize=true")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "the input of phase 0 starts again from its first records" in resumed.stderr
+    assert latest_step(model_dir) == 16
 
 
 # A TPU pod's structure on CPU: one client process drives replicas on two server tasks (two "hosts"). Eager
@@ -372,12 +406,10 @@ def test_sigterm_to_one_of_two_workers_stops_both_at_one_step_and_resumes_exactl
     assert all(f"(step {saved})" in stderr for stderr in resumed), resumed[0][-3000:]
     finished = wait_for(start_workers(path, reference, logs[2]), logs[2])
     assert all(f"step {steps}/{steps}" in stderr for stderr in resumed + finished), finished[0][-3000:]
-    for worker_dir in ("", os.path.join("workers", "worker_1")):
-        expected, got = (tf.train.load_checkpoint(tf.train.latest_checkpoint(os.path.join(d, worker_dir)))
-                         for d in (reference, stopped))
-        for name in expected.get_variable_to_shape_map():
-            if name.startswith("model/"):
-                np.testing.assert_array_equal(got.get_tensor(name), expected.get_tensor(name), err_msg=name)
+    expected, got = (tf.train.load_checkpoint(tf.train.latest_checkpoint(d)) for d in (reference, stopped))
+    for name in expected.get_variable_to_shape_map():
+        if name.startswith("model/"):
+            np.testing.assert_array_equal(got.get_tensor(name), expected.get_tensor(name), err_msg=name)
     expected_rows, rows = (read_history(os.path.join(d, "train_metrics.jsonl")) for d in (reference, stopped))
     assert [r["step"] for r in rows] == [r["step"] for r in expected_rows] == [steps]
     for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_accuracy", "grad_norm"):

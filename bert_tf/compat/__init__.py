@@ -26,4 +26,8 @@ PRIVATE_OVERRIDES = {
         "the host's CPU, where a dataset on another task can be asked for its options.",
     "bert_tf.training.input_hosts.HostIterator._restore_from_tensors":
         "The restore half of the hook above, on the host's CPU.",
+    "bert_tf.training.input_hosts.HostIterator._copy_trackable_to_cpu":
+        "An asynchronous checkpoint writes a copy of each object taken when `save` is called, made by this hook; "
+        "without it TensorFlow skips the copy and writes the iterator as it is when the writing thread gets to it, "
+        "steps later.",
 }

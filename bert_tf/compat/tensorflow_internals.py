@@ -32,6 +32,35 @@ def restore_iterator_state(iterator, state):
     return iterator._restore_from_tensors({"_STATE": state})
 
 
+def copy_iterator_to_cpu(iterator, object_map):
+    """The copy of a `tf.data` iterator that an asynchronous checkpoint writes: an iterator of the same dataset with
+    the state `iterator` has now, made on the first call and refreshed on later ones (kept in `object_map`).
+
+    Why: `HostIterator` takes part in asynchronous checkpoints (training/input_hosts.py) through the hook TensorFlow's
+    async checkpointer calls, `_copy_trackable_to_cpu`; the tf.data iterator implements it, privately.
+    """
+    iterator._copy_trackable_to_cpu(object_map)
+    return object_map[iterator]
+
+
+def copy_keras_variables_once_for_async_checkpoints():
+    """Makes TensorFlow's asynchronous checkpoints work with Keras 3 variables from the second save on.
+
+    Why: an asynchronous checkpoint copies every variable with `_copy_trackable_to_cpu`, inside a `tf.function`
+    from the second save on. Keras 3.15's `Variable._copy_trackable_to_cpu` (keras/src/backend/tensorflow/core.py)
+    maps the variable to a new `tf.Variable` on every call, which raises there ("tf.function only supports singleton
+    tf.Variables created on the first call"). A Keras variable saves what its `value` saves, so the copy TensorFlow
+    keeps (and refreshes) of its `value` is its copy too. Replaces the Keras method, once per process.
+    """
+    from keras.src.backend.tensorflow.core import Variable
+
+    def copy_to_cpu(variable, object_map):
+        variable.value._copy_trackable_to_cpu(object_map)
+        object_map[variable] = object_map[variable.value]
+
+    Variable._copy_trackable_to_cpu = copy_to_cpu
+
+
 def strategy_supports_no_merge_call():
     """True when the current strategy updates variables without `merge_call` (TPUStrategy, and MirroredStrategy
     inside a jit-compiled step).

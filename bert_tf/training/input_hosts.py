@@ -15,7 +15,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from bert_tf.compat.tensorflow_internals import Trackable, iterator_state, restore_iterator_state
+from bert_tf.compat.tensorflow_internals import Trackable, copy_iterator_to_cpu, iterator_state, restore_iterator_state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +96,15 @@ class HostIterator(Trackable):
     def _restore_from_tensors(self, restored_tensors):
         with tf.device(self.device):
             return restore_iterator_state(self.iterator, restored_tensors[self._STATE])
+
+    def _copy_trackable_to_cpu(self, object_map):
+        # An asynchronous checkpoint writes copies taken when `save` is called; without one, the writing thread
+        # would serialize this iterator later, wherever training has moved it by then. The copy is an iterator of
+        # the same dataset on the same host, with this one's state.
+        with tf.device(self.device):
+            copy = copy_iterator_to_cpu(self.iterator, object_map)
+        if self not in object_map:
+            object_map[self] = HostIterator(copy, self.device)
 
 
 def host_iterators(hosts, make_dataset):

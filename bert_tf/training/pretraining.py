@@ -30,7 +30,7 @@ from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.text.vocabulary import read_vocab_file
 from bert_tf.training import report
-from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, saved_position
+from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, resume_point
 from bert_tf.training.controller import Controller
 from bert_tf.training.evaluation import check_eval_batch_size, evaluate
 from bert_tf.training.extended_vocab import grown_vocab_size
@@ -39,7 +39,7 @@ from bert_tf.training.maintenance_notice import MaintenanceWatcher
 from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.training.preflight import check_run_inputs
 from bert_tf.training.recipe import RecipeError, check_ready
-from bert_tf.training.strategy import check_same_on_all_workers, worker_layout
+from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
 
@@ -114,7 +114,7 @@ class RunParts:
     Attributes:
         layout: this worker's `WorkerLayout`.
         ckpt_dir: this worker's checkpoint directory.
-        position: the latest checkpoint's (path, step, phase index), or None for a fresh run.
+        position: the `ResumePoint` (the newest checkpoint step every worker has), or None for a fresh run.
         config: the model's `BertConfig`.
         masker: the `DynamicMasker` when the recipe masks dynamically, else None.
         model, optimizer: the `BertPretrainer` and its optimizer (whose update count is the global step).
@@ -190,7 +190,7 @@ class PretrainingRun:
         if recipe.eval.input_file:
             check_eval_batch_size(recipe.eval.eval_batch_size, layout)
         ckpt_dir = checkpoint_dir(self.model_dir, layout)
-        position = saved_position(ckpt_dir)
+        position = resume_point(self.strategy, layout, self.model_dir, recipe.restart_input_on_resize)
         config = resolve_bert_config(recipe)
         if tf.train.latest_checkpoint(self.model_dir):  # a config without a checkpoint is a failed start's
             _check_model_dir_config(self.model_dir, config)
@@ -212,8 +212,7 @@ class PretrainingRun:
                           jit_compile=recipe.jit_compile)
         if position is None and recipe.init_checkpoint:
             restore_model_weights(model, recipe.init_checkpoint, recipe.vocab_file)
-        start_step = position[1] if position else 0
-        check_same_on_all_workers(self.strategy, layout, "step of the latest checkpoint", start_step)
+        start_step = position.step if position else 0
         log = TrainingLog(self.model_dir, layout.is_chief, start_step, recipe.num_train_steps)
         preemption, maintenance = PreemptionWatcher(trainer.stop_requested), MaintenanceWatcher()
         controller = Controller(
@@ -253,15 +252,17 @@ class PretrainingRun:
             packing_window=recipe.row_packing.window))
         checkpoint = TrainingCheckpoint(
             directory=parts.ckpt_dir, model=parts.model, optimizer=parts.optimizer, phase=parts.phase_var,
-            iterators=iterators, hosts=layout.hosts, metric_window=parts.controller.window.sums,
-            max_to_keep=recipe.keep_checkpoint_max)
+            iterators=iterators, layout=layout, metric_window=parts.controller.window.sums,
+            max_to_keep=recipe.keep_checkpoint_max, async_write=recipe.async_checkpoints)
         if parts.position is not None and not self.restored:
-            checkpoint.restore(parts.position[0], with_iterator=parts.position[2] == index)
+            checkpoint.restore(parts.position,
+                               with_iterator=parts.position.phase == index and parts.position.restore_input)
             self.restored = True
         parts.phase_var.assign(index)
         flops_per_step = global_batch * training_flops_per_sequence(
             parts.config, phase.max_seq_length, phase.max_predictions_per_seq, recipe.use_next_sentence)
         preempted = parts.controller.train_phase(phase, iterators, checkpoint, end, flops_per_step, global_batch)
+        checkpoint.wait()
         self.step = parts.trainer.step
         return preempted
 
@@ -270,10 +271,11 @@ class PretrainingRun:
         recipe, model_dir, parts = self.recipe, self.model_dir, self._prepared()
         if parts.position is not None and not self.restored:  # the run had finished already: its final weights
             # The optimizer too: its update count is the global step the eval is recorded at.
-            tf.train.Checkpoint(model=parts.model, optimizer=parts.optimizer).restore(parts.position[0]) \
+            tf.train.Checkpoint(model=parts.model, optimizer=parts.optimizer).restore(parts.position.chief_path) \
                 .expect_partial().assert_existing_objects_matched()
             self.restored = True
-            logging.info("Restored the model of %s (step %d): nothing left to train.", parts.position[0], self.step)
+            logging.info("Restored the model of %s (step %d): nothing left to train.", parts.position.chief_path,
+                         self.step)
         completed = self.step >= recipe.num_train_steps
         eval_results = parts.controller.evaluate() if completed else None
         history = read_history(os.path.join(model_dir, HISTORY_FILE))

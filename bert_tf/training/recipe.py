@@ -216,6 +216,10 @@ class Recipe(_Section):
     eval: EvalSpec = EvalSpec()
     seed: int = 12345
     shuffle_buffer: int = 100
+    # Resuming on another number of input hosts restarts the phase's input instead of stopping (checkpointing.py).
+    restart_input_on_resize: bool = False
+    # Checkpoints written in a background thread while training goes on.
+    async_checkpoints: bool = False
 
     def __post_init__(self):
         super().__post_init__()

@@ -217,14 +217,22 @@ def sum_over_workers(strategy, layout, values):
                            axis=None).numpy()
 
 
-def check_same_on_all_workers(strategy, layout, name, value):
-    """Raises unless the integer `value` is the same on every worker (e.g. the step each one restored)."""
+def gather_over_workers(strategy, layout, values):
+    """Every worker's `values` (a list of numbers, of any length), as a list indexed by worker, on every worker:
+    two small all-reduces (the lengths, then the values, each worker's in its own slots of a zero vector). With
+    one worker, `[values]`.
+
+    >>> gather_over_workers(tf.distribute.get_strategy(), worker_layout(tf.distribute.get_strategy()), [4, 8])
+    [[4.0, 8.0]]
+    """
     if layout.num_workers == 1:
-        return
-    # Only SUM and MEAN exist as cross-replica reductions: the values are all equal exactly when
-    # n * sum(v^2) == sum(v)^2, and every worker computes the same two sums, so all reach the same verdict.
-    total, squares = sum_over_workers(strategy, layout, [float(value), float(value) ** 2])
-    if layout.num_workers * squares != total ** 2:
-        raise ValueError(f"The workers disagree on the {name} (this worker: {value}, mean over workers: "
-                         f"{total / layout.num_workers:g}). Each worker resumes from its own checkpoints "
-                         f"(model_dir/workers/worker_i): restore the same cluster, or start a new --model_dir.")
+        return [[float(v) for v in values]]
+    workers = range(layout.num_workers)
+    own = [float(w == layout.worker_index) for w in workers]
+    lengths = [int(n) for n in sum_over_workers(strategy, layout, [len(values) * x for x in own])]
+    longest = max(lengths)
+    if not longest:
+        return [[] for _ in workers]
+    padded = [float(v) for v in values] + [0.0] * (longest - len(values))
+    slots = sum_over_workers(strategy, layout, [v * x for x in own for v in padded])
+    return [slots[w * longest:w * longest + lengths[w]].tolist() for w in workers]
