@@ -259,8 +259,11 @@ class PretrainingRun:
                                with_iterator=parts.position.phase == index and parts.position.restore_input)
             self.restored = True
         parts.phase_var.assign(index)
+        # The batches' own prediction slots: packed rows share theirs among their instances.
+        slots = (iterators[0].element_spec["masked_lm_positions"].shape[-1] if iterators
+                 else phase.max_predictions_per_seq)
         flops_per_step = global_batch * training_flops_per_sequence(
-            parts.config, phase.max_seq_length, phase.max_predictions_per_seq, recipe.use_next_sentence)
+            parts.config, phase.max_seq_length, slots, recipe.use_next_sentence)
         preempted = parts.controller.train_phase(phase, iterators, checkpoint, end, flops_per_step, global_batch)
         checkpoint.wait()
         self.step = parts.trainer.step
