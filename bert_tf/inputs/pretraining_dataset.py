@@ -93,12 +93,47 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
     schema.check(max_seq_length, max_predictions_per_seq, required=_DYNAMIC_REQUIRED if dynamic else None,
                  shorter_sequences=dynamic, masks=not dynamic)
 
-    num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 31)
         logging.info("pretraining_dataset: no seed given, drew seed=%d.", seed)
+    records = _pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer, seed,
+                                cycle_length, num_parallel_calls)
+    mask_seed = (seed * 1_000_003 + pipeline_id) % 2 ** 31
+    parallel = dict(num_parallel_calls=num_parallel_calls, deterministic=True)
+    if schema.packed:
+        schema.check_packed(max_seq_length, row_layout)
+        batches = records.batch(batch_size, drop_remainder=True).map(_packed_parser(schema), **parallel)
+        if masker is not None:
+            layout = schema.row_layout
+            batches = batches.enumerate().map(
+                lambda index, rows: row_packing.mask_rows(masker, rows, layout, max_predictions_per_seq,
+                                                          tf.stack([tf.constant(mask_seed, tf.int64), index])),
+                **parallel)
+    elif row_layout is not None:
+        # Windows of instances, masked as records of their own, packed, and rows batched: `batch_size` counts rows.
+        windows = records.batch(packing_window, drop_remainder=is_training)
+        windows = windows.map(_batch_parser(schema, max_seq_length, max_predictions_per_seq, None, masker), **parallel)
+        if masker is not None:
+            windows = masker.mask_batches(windows, max_predictions_per_seq, mask_seed,
+                                          num_parallel_calls=num_parallel_calls)
+        rows = windows.map(lambda instances: row_packing.pack_instances(instances, row_layout), **parallel)
+        batches = rows.unbatch().batch(batch_size, drop_remainder=True)
+    else:
+        batches = records.batch(batch_size, drop_remainder=True).map(
+            _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, masker), **parallel)
+        if masker is not None:
+            batches = masker.mask_batches(batches, max_predictions_per_seq, mask_seed,
+                                          num_parallel_calls=num_parallel_calls)
+    return batches.prefetch(tf.data.AUTOTUNE)
 
+
+def _pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer, seed,
+                      cycle_length, num_parallel_calls):
+    """(path, serialized record) pairs this pipeline reads: its own files when there are at least as many files as
+    pipelines (else every n-th record of all), interleaved, and when training shuffled and repeated."""
+    num_pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
     file_ds = tf.data.Dataset.from_tensor_slices((files, compressions, tf.constant(expected_bytes, tf.int64)))
     shard_by_file = len(files) >= num_pipelines
     if not shard_by_file:
@@ -120,37 +155,7 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
             records = records.repeat()
     if is_training:
         records = records.shuffle(shuffle_buffer, seed=seed)
-    mask_seed = (seed * 1_000_003 + pipeline_id) % 2 ** 31
-    if schema.packed:
-        schema.check_packed(max_seq_length, row_layout)
-        batches = records.batch(batch_size, drop_remainder=True).map(
-            _packed_parser(schema), num_parallel_calls=num_parallel_calls, deterministic=True)
-        if masker is not None:
-            layout = schema.row_layout
-            batches = batches.enumerate().map(
-                lambda index, rows: row_packing.mask_rows(masker, rows, layout, max_predictions_per_seq,
-                                                          tf.stack([tf.constant(mask_seed, tf.int64), index])),
-                num_parallel_calls=num_parallel_calls, deterministic=True)
-        return batches.prefetch(tf.data.AUTOTUNE)
-    if row_layout is not None:
-        # Windows of instances, masked as records of their own, packed, and rows batched: `batch_size` counts rows.
-        windows = records.batch(packing_window, drop_remainder=is_training)
-        windows = windows.map(_batch_parser(schema, max_seq_length, max_predictions_per_seq, None, masker),
-                              num_parallel_calls=num_parallel_calls, deterministic=True)
-        if masker is not None:
-            windows = masker.mask_batches(windows, max_predictions_per_seq, mask_seed,
-                                          num_parallel_calls=num_parallel_calls)
-        rows = windows.map(lambda instances: row_packing.pack_instances(instances, row_layout),
-                           num_parallel_calls=num_parallel_calls, deterministic=True).unbatch()
-        return rows.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-    batches = records.batch(batch_size, drop_remainder=True)
-
-    parse = _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, masker)
-    batches = batches.map(parse, num_parallel_calls=num_parallel_calls, deterministic=True)
-    if masker is not None:
-        batches = masker.mask_batches(batches, max_predictions_per_seq, mask_seed,
-                                      num_parallel_calls=num_parallel_calls)
-    return batches.prefetch(tf.data.AUTOTUNE)
+    return records
 
 
 def _packed_parser(schema):

@@ -13,6 +13,7 @@ each shard.
 """
 
 import collections
+import contextlib
 import dataclasses
 import gc
 import multiprocessing
@@ -81,6 +82,24 @@ def _process(args):
     return process_shard(*args)
 
 
+@contextlib.contextmanager
+def _worker_pool(num_workers):
+    """A pool of `num_workers` forked processes (None for 0), terminated when the block ends."""
+    if num_workers == 0:
+        yield None
+        return
+    # fork: workers need only numpy and this package's numpy code; they never call TensorFlow. gc.freeze keeps the
+    # workers' garbage collector off the inherited objects, so their pages stay shared, not copied.
+    gc.freeze()
+    pool = multiprocessing.get_context("fork").Pool(num_workers, initializer=_start_worker)
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
+        gc.unfreeze()
+
+
 def _start_worker():
     # Workers inherit the main process's signal handlers; they must still end when the pool terminates them.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -122,54 +141,44 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
     vocab = tokenizer.vocabulary.require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
     statistics = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
     start = time.time()
-    pool = None
-    if num_workers > 0:
-        # fork: workers need only numpy and this package's numpy code; they never call TensorFlow. gc.freeze keeps
-        # the workers' garbage collector off the inherited objects, so their pages stay shared, not copied.
-        gc.freeze()
-        pool = multiprocessing.get_context("fork").Pool(num_workers, initializer=_start_worker)
-    bar = tqdm(desc="documents", unit=" doc", disable=not progress, mininterval=1.0)
     written_shards = 0
-    stopped = False
-    try:
-        with RoundRobinWriter(output_files, gzip=gzip) as writer:
-            pending = collections.deque()
 
-            def write_result(result):
-                nonlocal written_shards
-                for record in result.records:
-                    writer.write(record)
-                statistics.merge(result.statistics)
-                written_shards += 1
-                bar.set_postfix(instances=statistics.instances, refresh=False)
+    def stopping():
+        return stop is not None and stop.is_set()
 
-            for index, shard_docs in enumerate(shard_documents(documents, shard_size_mb)):
-                if stop is not None and stop.is_set():
-                    break
-                shard = TokenizedShard.from_documents(index, shard_docs, tokenizer, counts)
-                args = (shard, options, vocab, names)
-                if pool is None:
-                    write_result(_process(args))
-                else:
-                    pending.append(pool.apply_async(_process, (args,)))
-                    # Bounded read-ahead: memory holds at most 2 shards per worker.
-                    while len(pending) >= 2 * num_workers and not (stop is not None and stop.is_set()):
-                        write_result(pending.popleft().get())
-                bar.update(len(shard_docs))
-            while pending and not (stop is not None and stop.is_set()):
-                write_result(pending.popleft().get())
-            stopped = stop is not None and stop.is_set()
-            if not statistics.instances and not stopped:
-                raise InputError(
-                    f"The corpus gave no training instance ({counts.files} input(s), {counts.lines} lines, "
-                    f"{counts.documents} documents with tokens): pass UTF-8 text, one sentence per line and a "
-                    f"blank line between documents (or --input_format=text for raw text); nothing was written.")
-            records_per_file = list(writer.records_per_file)
-    finally:
-        bar.close()
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-            gc.unfreeze()
+    with tqdm(desc="documents", unit=" doc", disable=not progress, mininterval=1.0) as bar, \
+            _worker_pool(num_workers) as pool, RoundRobinWriter(output_files, gzip=gzip) as writer:
+        pending = collections.deque()
+
+        def write_result(result):
+            nonlocal written_shards
+            for record in result.records:
+                writer.write(record)
+            statistics.merge(result.statistics)
+            written_shards += 1
+            bar.set_postfix(instances=statistics.instances, refresh=False)
+
+        for index, shard_docs in enumerate(shard_documents(documents, shard_size_mb)):
+            if stopping():
+                break
+            shard = TokenizedShard.from_documents(index, shard_docs, tokenizer, counts)
+            args = (shard, options, vocab, names)
+            if pool is None:
+                write_result(_process(args))
+            else:
+                pending.append(pool.apply_async(_process, (args,)))
+                # Bounded read-ahead: memory holds at most 2 shards per worker.
+                while len(pending) >= 2 * num_workers and not stopping():
+                    write_result(pending.popleft().get())
+            bar.update(len(shard_docs))
+        while pending and not stopping():
+            write_result(pending.popleft().get())
+        stopped = stopping()
+        if not statistics.instances and not stopped:
+            raise InputError(
+                f"The corpus gave no training instance ({counts.files} input(s), {counts.lines} lines, "
+                f"{counts.documents} documents with tokens): pass UTF-8 text, one sentence per line and a "
+                f"blank line between documents (or --input_format=text for raw text); nothing was written.")
+        records_per_file = list(writer.records_per_file)
     return RunSummary(counts, statistics, list(output_files), records_per_file, time.time() - start, written_shards,
                       stopped)
