@@ -83,7 +83,7 @@ def test_async_checkpoints_of_keras_variables_and_host_iterators(tmp_path):
 
 
 def test_strategy_supports_no_merge_call():
-    # The default strategy (and TPUStrategy) updates without merge_call; MirroredStrategy outside XLA needs it.
+    # The default strategy updates without merge_call; MirroredStrategy outside XLA needs it.
     assert tensorflow_internals.strategy_supports_no_merge_call() is True, (
         "TensorFlow changed strategy_supports_no_merge_call under the default strategy")
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
@@ -95,6 +95,29 @@ def test_strategy_supports_no_merge_call():
 
     step()
     assert seen == [False], "TensorFlow changed strategy_supports_no_merge_call under MirroredStrategy"
+
+
+def test_use_no_merge_call_is_tensorflows_test_device_for_the_gpu_path():
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    with strategy.scope():
+        assert tensorflow_internals.strategy_supports_no_merge_call() is False
+    tensorflow_internals.use_no_merge_call(strategy)
+    with strategy.scope():
+        assert tensorflow_internals.strategy_supports_no_merge_call() is True, (
+            "TensorFlow changed StrategyExtended._use_merge_call")
+
+
+def test_tpu_strategy_updates_through_merge_call():
+    # Trainer._apply_if's TPU branch: TPUExtended keeps StrategyExtendedV1's `_use_merge_call` (always True).
+    from tensorflow.python.distribute import distribute_lib, tpu_strategy
+    assert tpu_strategy.TPUExtended._use_merge_call is distribute_lib.StrategyExtendedV1._use_merge_call, (
+        "TensorFlow changed TPUStrategy's merge_call path: pin Trainer._apply_if's branch again")
+
+
+def test_communication_options():
+    options = tensorflow_internals.communication_options(tf.distribute.MirroredStrategy(["/cpu:0"]))
+    assert options.implementation == tf.distribute.experimental.CommunicationImplementation.RING, (
+        "TensorFlow changed where a strategy keeps its CommunicationOptions")
 
 
 def test_hlo_protos():

@@ -1,6 +1,8 @@
 """What an accelerator run relies on, checked on the lowered program (HLO) of the multi-step training loop, at the
 real BERT-base and BERT-large shapes under mixed_bfloat16, without running it: no host transfers, no dynamic
-shapes, every matrix multiplication in bfloat16, and exactly the FLOPs the MFU counts (accelerators/flops.py)."""
+shapes, every matrix multiplication in bfloat16, and exactly the FLOPs the MFU counts (accelerators/flops.py).
+The paper models are lowered under OneDeviceStrategy, whose update takes TPUStrategy's branch (`merge_call`, see
+`Trainer._apply_if`); the tiny loops below lower the default strategy's plain `tf.cond`."""
 
 import keras
 import numpy as np
@@ -20,8 +22,11 @@ BATCH = 32  # sequences on one replica, at the first phase's 128 tokens and 20 p
 
 
 def lowered_summary(name, mixed_precision="mixed_bfloat16", micro_batch_size=BATCH):
+    """The recipe and its loop's summary, lowered on TPUStrategy's update branch."""
     recipe = load_recipe(name).with_overrides(mixed_precision=mixed_precision)
-    loop = lower_training_loop(recipe, micro_batch_size=micro_batch_size, steps=2)
+    loop = lower_training_loop(recipe, micro_batch_size=micro_batch_size, steps=2,
+                               strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
+    assert loop.update_branch == "merge_call"
     return recipe, ProgramSummary.from_hlo_module(loop.compiler_ir("hlo_serialized"))
 
 
@@ -60,8 +65,9 @@ def test_the_checks_see_float32_matmuls_dynamic_shapes_and_flops():
     """The summary is not blind: a float32 loop shows float32 dots (with the same FLOPs), a boolean mask a dynamic
     shape, a known matmul its FLOPs."""
     recipe = tiny_recipe(mixed_precision="float32")
-    summary = ProgramSummary.from_hlo_module(lower_training_loop(recipe, micro_batch_size=8).compiler_ir(
-        "hlo_serialized"))
+    loop = lower_training_loop(recipe, micro_batch_size=8)
+    assert loop.update_branch == "cond"
+    summary = ProgramSummary.from_hlo_module(loop.compiler_ir("hlo_serialized"))
     assert set(summary.dot_flops_by_dtype()) == {("f32", "f32")}
     np.testing.assert_allclose(summary.dot_flops, 8 * training_flops_per_sequence(resolve_bert_config(recipe), 16, 4),
                                rtol=0.01)

@@ -5,9 +5,18 @@ import logging
 
 import pytest
 import tensorflow as tf
+from absl import logging as absl_logging
 
 from bert_tf.accelerators.device_peaks import DEVICES, device_spec
-from bert_tf.accelerators.peak_flops import Peak, clipped_mfu, measure_peak_flops, run_peak
+from bert_tf.accelerators.peak_flops import (
+    Peak,
+    accelerator_kind,
+    clipped_mfu,
+    devices_kind,
+    measure_peak_flops,
+    run_peak,
+)
+from bert_tf.accelerators.replica_devices import replica_devices
 from bert_tf.training.training_log import TrainingLog
 
 DEFAULT = tf.distribute.get_strategy()
@@ -75,3 +84,31 @@ def test_mfu_never_exceeds_100_percent_and_says_why(tmp_path, caplog):
         row = log.record(30, "seq128", {"loss": 5.0}, steps=10, seconds=1.0, sequences=80, model_flops=5e9,
                          peak=low)
     assert row["mfu"] == 1.0 and "above the peak" not in caplog.text
+
+
+def test_the_peak_is_looked_up_for_the_replicas_devices(monkeypatch):
+    """The kind comes from the replicas' own devices (`strategy.extended.worker_devices`), not from where an unplaced
+    tensor lands: on a TPU pod's classic stack that is the client's CPU, which would divide a TPU run by a CPU
+    peak."""
+    monkeypatch.setenv("TPU_ACCELERATOR_TYPE", "v4-16")
+    pod = [f"/job:worker/replica:0/task:{t}/device:TPU:{c}" for t in (0, 1) for c in range(4)]
+    assert devices_kind(pod) == "v4-16"
+    assert run_peak(DEFAULT, 8, 1, "bfloat16", accelerator=devices_kind(pod)).source.startswith("tpu_v4 data sheet")
+    one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
+    assert replica_devices(one_device) == ("/job:localhost/replica:0/task:0/device:CPU:0",)
+    assert accelerator_kind(one_device) is None and accelerator_kind(DEFAULT) is None  # CPUs: measured
+
+
+def test_each_log_row_names_where_its_mfu_peak_comes_from(tmp_path, caplog):
+    log = TrainingLog(str(tmp_path), is_chief=True, resume_step=0, num_train_steps=100)
+    verbosity = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.INFO)  # another test in this process may have raised it
+    for peak, kind in ((Peak(4e12, "tpu_v4 data sheet: 275 TFLOP/s bfloat16 x 16 replica(s)"), "tpu_v4 data sheet"),
+                       (Peak(4e12, "stated: --peak_tflops=4"), "stated"),
+                       (Peak(4e12, "measured: best of repeated float32 matmuls on this CPU", True), "measured")):
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            log.record(10, "seq128", {"loss": 7.0}, steps=10, seconds=1.0, sequences=80, model_flops=1e12,
+                       peak=peak)
+        assert f"MFU 25.0% of the {kind} peak" in caplog.text
+    absl_logging.set_verbosity(verbosity)

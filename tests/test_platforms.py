@@ -41,7 +41,10 @@ def test_a_platform_changes_only_how_a_step_is_computed(name):
         paper = load_recipe(recipe_name)
         fitted = apply_platform(paper, name)
         changed = {k for k, v in fitted.to_dict().items() if paper.to_dict()[k] != v}
-        assert changed <= {"mixed_precision", "max_micro_batch_size", "eval"}
+        # How a step is computed (precision, micro-batches, XLA scope), the eval batch, and which platform it was.
+        assert changed <= {"mixed_precision", "max_micro_batch_size", "eval", "jit_compile", "jit_compile_scope",
+                           "platform"}
+        assert fitted.platform == name
         assert dataclasses.replace(fitted.eval, eval_batch_size=paper.eval.eval_batch_size) == paper.eval
         assert (fitted.train_batch_size, fitted.num_train_steps, fitted.learning_rate) == (256, 1_000_000, 1e-4)
     assert paper.mixed_precision == "float32" and paper.max_micro_batch_size is None  # the original, untouched

@@ -175,7 +175,8 @@ flag_names = sorted(f.name for f in pretrain.FLAGS.get_flags_for_module(pretrain
 print(json.dumps({"recipes": recipes, "flags": flag_names}))
 """
 # The CLI's flags that are not recipe fields: where the run goes and how fast the hardware is.
-NOT_RECIPE_FLAGS = {"config", "model_dir", "strategy", "tpu", "peak_tflops", "set", "platform"}
+NOT_RECIPE_FLAGS = {"config", "model_dir", "strategy", "tpu", "all_reduce_implementation", "peak_tflops", "set",
+                    "platform"}
 
 
 def test_every_override_flag_lands_in_the_recipe(data, tmp_path):

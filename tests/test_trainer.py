@@ -1,17 +1,20 @@
 """The training step and loop: gradient accumulation, the XLA-compiled multi-step loop, and the options."""
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.compat import tensorflow_internals
 from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
 from bert_tf.optimizers.lamb import Lamb
 from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.strategy import worker_layout
-from bert_tf.training.trainer import Trainer
+from bert_tf.training.trainer import Trainer, replica_updated_counters, update_branch
 from helpers import tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
 
@@ -21,14 +24,17 @@ CONFIG = tiny_config(vocab_size=VOCAB_SIZE, max_position_embeddings=SEQ, hidden_
 
 
 def make_trainer(max_micro_batch_size=None, jit_compile=False, mixed_precision="float32", optimizer="adamw",
-                 use_next_sentence=True, config=CONFIG):
-    strategy = tf.distribute.get_strategy()
+                 use_next_sentence=True, config=CONFIG, strategy=None):
+    strategy = strategy or tf.distribute.get_strategy()
     recipe = load_recipe("demo_cpu").with_overrides(num_train_steps=20, num_warmup_steps=2, learning_rate=5e-3,
                                                     optimizer=optimizer, mixed_precision=mixed_precision)
     keras.utils.set_random_seed(7)
-    model = create_pretrainer(config, mixed_precision, use_next_sentence)  # as run_pretraining builds it
-    return Trainer(strategy, worker_layout(strategy), model, create_optimizer(recipe),
-                   max_micro_batch_size=max_micro_batch_size, jit_compile=jit_compile)
+    with strategy.scope():  # as run_pretraining builds them
+        model = create_pretrainer(config, mixed_precision, use_next_sentence)
+        with replica_updated_counters() if jit_compile == "step" else contextlib.nullcontext():
+            optimizer = create_optimizer(recipe)
+    return Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size=max_micro_batch_size,
+                   jit_compile=jit_compile)
 
 
 def stacked(batches):
@@ -111,6 +117,32 @@ def test_jit_compile_option_gives_the_same_steps():
     # (an ignored option would give the plain loop, with no such call).
     assert len(xla_compiled_calls(loop_ops(compiled_trainer, batches))) == 1
     assert xla_compiled_calls(loop_ops(plain_trainer, batches)) == []
+    # The whole step compiled (the GPU platforms' scope), here on OneDeviceStrategy's merge_call branch: the same
+    # steps, and the optimizer's update inside the one XLA cluster.
+    step_trainer = make_trainer(jit_compile="step", strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
+    whole_step, _ = run(step_trainer, batches)
+    for a, b in zip(plain, whole_step):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    step_ops = loop_ops(step_trainer, batches)
+    assert len(xla_compiled_calls(step_ops)) == 1
+
+
+def test_each_strategy_takes_its_update_branch():
+    """Which branch `Trainer._apply_if` takes, as traced in a replica of each strategy: a plain cond where the
+    strategy updates without merge_call (the default strategy; MirroredStrategy inside XLA on GPUs, here through
+    TensorFlow's test device for that path), the merge_call branch elsewhere. TPUStrategy takes merge_call too:
+    its extended class keeps the base class's answer (tests/test_compat.py pins that)."""
+    seen = {}
+
+    def trace(name, strategy):
+        tf.function(lambda: strategy.run(lambda: seen.setdefault(name, update_branch())))()
+
+    trace("default", tf.distribute.get_strategy())
+    trace("one_device", tf.distribute.OneDeviceStrategy("/cpu:0"))
+    trace("mirrored", tf.distribute.MirroredStrategy(["/cpu:0"]))
+    trace("mirrored_gpu_xla", tensorflow_internals.use_no_merge_call(tf.distribute.MirroredStrategy(["/cpu:0"])))
+    assert seen == {"default": "cond", "one_device": "merge_call", "mirrored": "merge_call",
+                    "mirrored_gpu_xla": "cond"}
 
 
 @pytest.mark.parametrize("options", [

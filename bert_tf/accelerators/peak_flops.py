@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.accelerators.device_peaks import device_spec
+from bert_tf.accelerators.replica_devices import device_type, replica_devices
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +33,15 @@ class Peak:
     flops_per_second: float
     source: str
     measured: bool = False
+
+    @property
+    def kind(self):
+        """Where the figure comes from, in a few words for each log row: "tpu_v4 data sheet", "measured", "stated".
+
+        >>> Peak(4e11, "stated: --peak_tflops=0.4").kind
+        'stated'
+        """
+        return self.source.split(":")[0]
 
 
 def compute_dtype_peak(spec, compute_dtype):
@@ -53,21 +63,33 @@ def compute_dtype_peak(spec, compute_dtype):
 
 
 def accelerator_kind(strategy):
-    """The kind of the accelerator the strategy's replicas run on: for GPUs TensorFlow's device name, for TPUs the
-    TPU_ACCELERATOR_TYPE environment variable (set on GKE and by users; TF does not report a TPU's generation);
-    None on CPUs or when unknown.
+    """The kind of accelerator the strategy's replicas run on: `devices_kind` of their own devices
+    (`replica_devices`).
 
     Example:
     >>> accelerator_kind(tf.distribute.get_strategy()) is None  # on a CPU-only machine
     True
     """
-    devices = [v.device.upper() for v in strategy.experimental_local_results(
-        strategy.experimental_distribute_values_from_function(lambda ctx: tf.constant(0)))]
-    if any(":TPU:" in d for d in devices):
+    return devices_kind(replica_devices(strategy))
+
+
+def devices_kind(devices):
+    """The accelerator kind of replicas on `devices` (device names): for TPUs the TPU_ACCELERATOR_TYPE environment
+    variable (set on GKE and by users; TF does not report a TPU's generation), for GPUs TensorFlow's name of the
+    first replica's GPU; None on CPUs.
+
+    Example:
+    >>> devices_kind(["/job:localhost/replica:0/task:0/device:CPU:0"]) is None
+    True
+    """
+    types = {device_type(d) for d in devices}
+    if "TPU" in types:
         return os.environ.get("TPU_ACCELERATOR_TYPE") or "tpu (generation unknown)"
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus and any(":GPU:" in d for d in devices):
-        return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "gpu (model unknown)")
+    if "GPU" in types:
+        index = tf.DeviceSpec.from_string(next(d for d in devices if device_type(d) == "GPU")).device_index or 0
+        gpus = tf.config.list_physical_devices("GPU")
+        details = tf.config.experimental.get_device_details(gpus[min(index, len(gpus) - 1)]) if gpus else {}
+        return details.get("device_name", "gpu (model unknown)")
     return None
 
 

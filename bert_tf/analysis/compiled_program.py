@@ -2,7 +2,9 @@
 
 `lower_training_loop` builds a recipe's model, optimizer and `Trainer` on one replica and lowers `steps` steps of
 the loop (forward, backward, micro-batch accumulation, clipping, optimizer update, metrics) with
-`experimental_get_compiler_ir`, the batches given as one tensor as TPUStrategy's infeed gives them. From the
+`experimental_get_compiler_ir`, the batches given as one tensor as TPUStrategy's infeed gives them. Under
+`OneDeviceStrategy` the update takes the branch TPUStrategy takes (`merge_call`, see `Trainer._apply_if`); under the
+default strategy, the plain `tf.cond` of the GPU platforms' compiled step. From the
 lowered program, `ProgramSummary` reads what matters on an accelerator: host transfers (each one a round trip
 through the host per step), dynamic shapes (recompilation or padding), the dtypes of the matrix multiplications
 (bfloat16 units are 2x-16x faster) and their FLOPs; `memory_report` reads XLA's buffer assignment after the CPU
@@ -18,7 +20,7 @@ from bert_tf.compat.tensorflow_internals import hlo_buffer_assignment, hlo_modul
 from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.training.pretraining import create_pretrainer, resolve_bert_config
 from bert_tf.training.strategy import worker_layout
-from bert_tf.training.trainer import Trainer
+from bert_tf.training.trainer import Trainer, update_branch
 
 # Opcodes that move data between the device and the host inside a program.
 HOST_TRANSFER_OPCODES = ("send", "send-done", "recv", "recv-done", "infeed", "outfeed")
@@ -32,18 +34,21 @@ class LoweredLoop:
         function: the `tf.function(jit_compile=True)` of `steps` training steps.
         batches: the batches it reads, a dict of [steps, batch, ...] tensors.
         trainer: the `Trainer` whose loop it runs.
+        update_branch: the branch its update took ("merge_call", as on TPUs, or "cond"; see `update_branch`).
     """
 
     function: object
     batches: dict
     trainer: object
+    update_branch: str = "cond"
 
     def compiler_ir(self, stage):
         """The program at an `experimental_get_compiler_ir` stage ("hlo", "hlo_serialized", "optimized_hlo", ...)."""
         return self.function.experimental_get_compiler_ir(self.batches)(stage=stage)
 
 
-def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulation_steps=1, steps=2):
+def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulation_steps=1, steps=2,
+                        strategy=None):
     """The training loop of `recipe` for one replica, at the shapes of one of its phases, ready to lower.
 
     Args:
@@ -52,6 +57,8 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
         micro_batch_size: sequences per micro-batch (default: the recipe's global batch, i.e. one replica).
         accumulation_steps: micro-batches per step on this replica.
         steps: steps in the loop.
+        strategy: a one-replica strategy: `tf.distribute.OneDeviceStrategy("/cpu:0")` lowers the update's
+            `merge_call` branch, TPUStrategy's; the default strategy (None) the plain `tf.cond`.
 
     Example:
     >>> recipe = load_recipe("demo_cpu")  # doctest: +SKIP
@@ -62,10 +69,12 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
     phase = recipe.phases[phase_index]
     micro = micro_batch_size or recipe.phase_batch_size(phase)
     batch = micro * accumulation_steps
-    strategy = tf.distribute.get_strategy()
-    model = create_pretrainer(resolve_bert_config(recipe), recipe.mixed_precision, recipe.use_next_sentence)
-    trainer = Trainer(strategy, worker_layout(strategy), model, create_optimizer(recipe),
-                      max_micro_batch_size=micro)
+    strategy = strategy or tf.distribute.get_strategy()
+    with strategy.scope():
+        model = create_pretrainer(resolve_bert_config(recipe), recipe.mixed_precision, recipe.use_next_sentence)
+        optimizer = create_optimizer(recipe)
+        branch = update_branch()
+    trainer = Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size=micro)
     seq, pred = phase.max_seq_length, phase.max_predictions_per_seq
     shapes = {"input_word_ids": [seq], "input_mask": [seq], "input_type_ids": [seq], "masked_lm_positions": [pred],
               "masked_lm_ids": [pred], "masked_lm_weights": [pred], "next_sentence_labels": [1]}
@@ -73,7 +82,7 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
                for name, shape in shapes.items()}
     function = tf.function(lambda data: trainer.run_steps(lambda i: ({k: v[i] for k, v in data.items()},), steps),
                            jit_compile=True)
-    return LoweredLoop(function, batches, trainer)
+    return LoweredLoop(function, batches, trainer, branch)
 
 
 @dataclasses.dataclass

@@ -30,7 +30,7 @@ from bert_tf.training.recipe import (
     RecipeError,
     load_recipe,
 )
-from bert_tf.training.strategy import STRATEGIES
+from bert_tf.training.strategy import ALL_REDUCE_IMPLEMENTATIONS, STRATEGIES
 
 FLAGS = flags.FLAGS
 
@@ -41,9 +41,13 @@ flags.DEFINE_string("model_dir", None, "Output directory: checkpoints, bert_conf
 flags.DEFINE_enum("strategy", "default", STRATEGIES, "Where to run: tpu, mirrored (local GPUs), multi_worker "
                   "(TF_CONFIG), one_device, default.")
 flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
+flags.DEFINE_enum("all_reduce_implementation", None, list(ALL_REDUCE_IMPLEMENTATIONS), "How "
+                  "--strategy=multi_worker all-reduces: nccl, ring (gRPC) or auto; default nccl on GPU machines, "
+                  "else auto.")
 flags.DEFINE_string("platform", None, "Settings that fit an accelerator (configs/platforms.yaml: tpu_v4, "
-                    "tpu_v5e, a100_80gb, a100_40gb, h100_80gb, cpu): mixed precision and max_micro_batch_size; "
-                    "explicit flags still win. Global batch and schedule stay the recipe's.")
+                    "tpu_v5e, a100_80gb, a100_40gb, h100_80gb, cpu): mixed precision, max_micro_batch_size, the eval "
+                    "batch and, on GPUs, whole-step XLA; explicit flags still win. Global batch and schedule stay "
+                    "the recipe's. A machine without the platform's device exits 2.")
 flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: the "
                    "accelerator's data-sheet peak x replicas; measured on CPUs).")
 flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE read as YAML), e.g. "
@@ -70,7 +74,8 @@ OVERRIDE_FLAGS = {
     "max_micro_batch_size": "Most sequences one replica computes at once; larger per-replica batches are "
                             "accumulated over micro-batches.",
     "mixed_precision": "Compute dtype policy (float32 is the original).",
-    "jit_compile": "Compile each replica's forward and backward pass with XLA.",
+    "jit_compile": "Compile with XLA each replica's forward and backward pass, or its whole step with "
+                   "--set=jit_compile_scope=step (the GPU platforms' setting).",
     "eval_input_file": "Held-out TFRecords evaluated at the end with the original metrics.",
     "optimizer": "adamw (the original AdamWeightDecay) or lamb.",
     "dynamic_masking": "Draw new masks for every batch (RoBERTa) instead of the records'.",
@@ -139,7 +144,7 @@ def main(argv):
     from bert_tf.training.strategy import create_strategy
 
     recipe = recipe_from_flags()
-    strategy = create_strategy(FLAGS.strategy, FLAGS.tpu)
+    strategy = create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.all_reduce_implementation)
     result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops)
     if result.preempted:
         # The checkpoint and logs are written. TensorFlow's teardown of its thread pools at interpreter exit took

@@ -62,13 +62,36 @@ def copy_keras_variables_once_for_async_checkpoints():
 
 
 def strategy_supports_no_merge_call():
-    """True when the current strategy updates variables without `merge_call` (TPUStrategy, and MirroredStrategy
-    inside a jit-compiled step).
+    """True when the current strategy updates variables from a replica without `merge_call`: the default strategy,
+    and MirroredStrategy / MultiWorkerMirroredStrategy inside XLA on GPUs. TPUStrategy, OneDeviceStrategy and
+    MirroredStrategy elsewhere update through `merge_call` (`TPUExtended` keeps the base class's answer).
 
     Why: applying the optimizer under a `tf.cond` must go through `merge_call` where the strategy uses it
     (`Trainer._apply_if`); TensorFlow exposes the test only as internal API, as Keras' LossScaleOptimizer uses it.
     """
     return tf.__internal__.distribute.strategy_supports_no_merge_call()
+
+
+def use_no_merge_call(strategy):
+    """Puts a MirroredStrategy or MultiWorkerMirroredStrategy on the path it takes inside XLA on GPUs (replicas
+    update without `merge_call`), whatever its devices, and returns it. Tests only: TensorFlow's own test device
+    for that path (`strategy_combinations`' no-merge-call strategies set the same attribute), so the GPU step can
+    be traced on CPUs.
+
+    Why: the choice is the private method `StrategyExtended._use_merge_call`; nothing public selects the path.
+    """
+    strategy.extended._use_merge_call = lambda: False
+    return strategy
+
+
+def communication_options(strategy):
+    """The `tf.distribute.experimental.CommunicationOptions` a MirroredStrategy or MultiWorkerMirroredStrategy
+    all-reduces with (its `implementation`: NCCL, RING or AUTO).
+
+    Why: the strategy keeps them in the private `extended._communication_options`, with no public accessor; the
+    tests check that the run made its strategy with the implementation it asked for.
+    """
+    return strategy.extended._communication_options
 
 
 def hlo_module(serialized):

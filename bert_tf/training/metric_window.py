@@ -29,8 +29,11 @@ class MetricWindow:
 
     def __init__(self, names):
         self.names = tuple(names)
-        # float64 on the host: the sums of a span read the same whether its steps came in one call or many.
-        self.sums = tf.Variable(tf.zeros(len(self.names) + 1, tf.float64), trainable=False, name="metric_window")
+        # float64 on the host's CPU: the sums of a span read the same whether its steps came in one call or many,
+        # and adding to them (between loop calls) never queues behind a GPU's steps, as it would on GPU:0.
+        with tf.device("/device:CPU:0"):
+            self.sums = tf.Variable(tf.zeros(len(self.names) + 1, tf.float64), trainable=False,
+                                    name="metric_window")
         self._timed_steps, self._seconds = 0, 0.0
 
     @property

@@ -13,7 +13,7 @@ from typing import Optional
 from bert_tf.accelerators.device_peaks import DEVICES
 from bert_tf.config import configs_dir
 from bert_tf.config_schema import Section, check_keys, read_yaml
-from bert_tf.training.recipe import MIXED_PRECISION, RecipeError
+from bert_tf.training.recipe import JIT_COMPILE_SCOPES, MIXED_PRECISION, RecipeError
 
 PLATFORMS_FILE = os.path.join(configs_dir(), "platforms.yaml")
 
@@ -42,6 +42,8 @@ class PlatformSettings(Section):
         device: the `device_peaks.DEVICES` key of one replica's device (None for CPUs).
         mixed_precision: the recipe's `mixed_precision` on this platform.
         models: per model preset ("base", "large"): its `ModelFit`.
+        jit_compile, jit_compile_scope: the recipe's on this platform (None: the recipe's own). GPU platforms
+            compile the whole step, so the host never waits on the device between steps.
         eval_batch_size: the recipe's `eval.eval_batch_size` here, a multiple of the replicas one process drives
             on the platform's machines (None keeps the recipe's).
 
@@ -55,6 +57,8 @@ class PlatformSettings(Section):
     device: Optional[str]
     mixed_precision: str
     models: dict = dataclasses.field(default_factory=dict)
+    jit_compile: Optional[bool] = None
+    jit_compile_scope: Optional[str] = None
     eval_batch_size: Optional[int] = None
 
     def _rules(self):
@@ -63,7 +67,9 @@ class PlatformSettings(Section):
                 ("eval_batch_size", self.eval_batch_size is None or self.eval_batch_size > 0,
                  "must be a positive integer or null"),
                 ("mixed_precision", self.mixed_precision in MIXED_PRECISION,
-                 f"must be one of {', '.join(MIXED_PRECISION)}"))
+                 f"must be one of {', '.join(MIXED_PRECISION)}"),
+                ("jit_compile_scope", self.jit_compile_scope in (None,) + JIT_COMPILE_SCOPES,
+                 f"must be one of {', '.join(JIT_COMPILE_SCOPES)} or null"))
 
     def max_micro_batch_size(self, preset):
         """The micro-batch for a model preset; a `RecipeError` naming the presets the platform knows otherwise."""
@@ -105,8 +111,9 @@ def load_platforms(path=PLATFORMS_FILE):
 
 
 def apply_platform(recipe, name):
-    """`recipe` with the platform's mixed precision, the micro-batch of the recipe's model preset and its eval
-    batch (one that splits over the replicas a process drives there).
+    """`recipe` with the platform's mixed precision, XLA settings, the micro-batch of the recipe's model preset
+    and its eval batch (one that splits over the replicas a process drives there), and `platform` set to `name`:
+    the run checks, before its first step, that its replicas are on that kind of device.
 
     Example:
     >>> recipe = apply_platform(load_recipe("bert_large_paper"), "a100_40gb")  # doctest: +SKIP
@@ -119,7 +126,9 @@ def apply_platform(recipe, name):
     platform = platforms[name]
     preset = None if recipe.model.bert_config_file else recipe.model.preset
     micro = platform.max_micro_batch_size(preset) if platform.models else None
-    recipe = recipe.with_overrides(mixed_precision=platform.mixed_precision, max_micro_batch_size=micro)
+    recipe = recipe.with_overrides(mixed_precision=platform.mixed_precision, max_micro_batch_size=micro,
+                                   jit_compile=platform.jit_compile, jit_compile_scope=platform.jit_compile_scope,
+                                   platform=name)
     if platform.eval_batch_size:
         recipe = recipe.override({"eval.eval_batch_size": platform.eval_batch_size})
     return recipe

@@ -7,6 +7,7 @@ at each phase end. One optimizer, so one schedule and one step counter (its upda
 phase has new input shapes, so the loop function retraces for it.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -32,6 +33,7 @@ from bert_tf.text.vocabulary import read_vocab_file
 from bert_tf.training import report
 from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, resume_point
 from bert_tf.training.controller import Controller
+from bert_tf.training.device_check import check_run_devices
 from bert_tf.training.evaluation import check_eval_batch_size, evaluate
 from bert_tf.training.extended_vocab import grown_vocab_size
 from bert_tf.training.input_hosts import host_iterators
@@ -40,7 +42,7 @@ from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.training.preflight import check_run_inputs
 from bert_tf.training.recipe import RecipeError, check_ready
 from bert_tf.training.strategy import worker_layout
-from bert_tf.training.trainer import Trainer
+from bert_tf.training.trainer import Trainer, replica_updated_counters
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
 
 __all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "RunParts", "create_pretrainer",
@@ -185,6 +187,7 @@ class PretrainingRun:
         recipe = self.recipe
         check_ready(recipe)
         check_output_directory(self.model_dir)
+        check_run_devices(recipe, self.strategy)
         layout = worker_layout(self.strategy)
         logging.info("%s", layout.describe_input())
         if recipe.eval.input_file:
@@ -206,10 +209,13 @@ class PretrainingRun:
         keras.utils.set_random_seed(recipe.seed)
         with self.strategy.scope():
             model = create_pretrainer(config, recipe.mixed_precision, recipe.use_next_sentence)
-            optimizer = create_optimizer(recipe)
+            compiled_update = recipe.jit_compile and recipe.jit_compile_scope == "step"
+            with replica_updated_counters() if compiled_update else contextlib.nullcontext():
+                optimizer = create_optimizer(recipe)
             phase_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="phase")
         trainer = Trainer(self.strategy, layout, model, optimizer, max_micro_batch_size=recipe.max_micro_batch_size,
-                          jit_compile=recipe.jit_compile)
+                          jit_compile=recipe.jit_compile and recipe.jit_compile_scope,
+                          all_reduce_dtype=recipe.all_reduce_dtype)
         if position is None and recipe.init_checkpoint:
             restore_model_weights(model, recipe.init_checkpoint, recipe.vocab_file)
         start_step = position.step if position else 0

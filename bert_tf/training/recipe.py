@@ -37,6 +37,10 @@ from bert_tf.optimizers.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGH
 
 OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
+# What `jit_compile: true` compiles: each replica's forward and backward pass, or its whole step (the all-reduce and
+# the optimizer's update too, as Model Garden compiles the step on GPUs); see `Trainer`.
+JIT_COMPILE_SCOPES = ("gradients", "step")
+ALL_REDUCE_DTYPES = ("float32", "bfloat16")
 # The original scripts' flag names for fields that live in a section.
 ALIASES = {"optimizer": "optimizer.name", "dynamic_masking": "dynamic_masking.enabled",
            "row_packing": "row_packing.enabled",
@@ -210,6 +214,9 @@ class Recipe(_Section):
     max_micro_batch_size: Optional[int] = None
     mixed_precision: str = "float32"
     jit_compile: bool = False
+    jit_compile_scope: str = "gradients"
+    all_reduce_dtype: str = "float32"
+    platform: Optional[str] = None
     dynamic_masking: DynamicMaskingSpec = DynamicMaskingSpec()
     row_packing: RowPackingSpec = RowPackingSpec()
     use_next_sentence: bool = True
@@ -242,7 +249,11 @@ class Recipe(_Section):
                  f"must be an integer in [0, num_train_steps={self.num_train_steps}]"),
                 ("learning_rate", self.learning_rate > 0, "must be a positive number (the paper uses 1e-4)"),
                 ("mixed_precision", self.mixed_precision in MIXED_PRECISION,
-                 f"must be one of {', '.join(MIXED_PRECISION)}"))
+                 f"must be one of {', '.join(MIXED_PRECISION)}"),
+                ("jit_compile_scope", self.jit_compile_scope in JIT_COMPILE_SCOPES,
+                 f"must be one of {', '.join(JIT_COMPILE_SCOPES)}"),
+                ("all_reduce_dtype", self.all_reduce_dtype in ALL_REDUCE_DTYPES,
+                 f"must be one of {', '.join(ALL_REDUCE_DTYPES)} (the dtype gradients cross replicas in)"))
 
     @classmethod
     def from_dict(cls, values, where="recipe"):

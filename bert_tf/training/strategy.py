@@ -15,19 +15,29 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import InputError
+from bert_tf.training.device_check import GPU_INSTALL, found_devices, no_tpu_error
 from bert_tf.training.input_hosts import strategy_hosts
 
 STRATEGIES = ("tpu", "mirrored", "multi_worker", "one_device", "default")
+# --all_reduce_implementation: how MultiWorkerMirroredStrategy's collectives travel.
+ALL_REDUCE_IMPLEMENTATIONS = {"auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
+                              "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+                              "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL}
 # The name scope of the ops cutting a host's batch into its replicas' slices (the tests find them by it).
 SLICE_SCOPE = "replica_slice"
 
 
-def create_strategy(name, tpu=None):
+def create_strategy(name, tpu=None, all_reduce_implementation=None):
     """The `tf.distribute.Strategy` for a `--strategy` value.
 
-    tpu: `TPUStrategy` on the TPU named by `tpu` (a name, grpc:// address or "local"), initialised here.
-    mirrored: `MirroredStrategy` over all local GPUs (the CPU when there is none).
-    multi_worker: `MultiWorkerMirroredStrategy`; the cluster comes from the TF_CONFIG environment variable.
+    tpu: `TPUStrategy` on the TPU named by `tpu` (a name, grpc:// address or "local"), initialised here; no TPU
+        to be found is a `WrongDeviceError` naming what was found and the install command.
+    mirrored: `MirroredStrategy` over all local GPUs (the CPU, with a warning, when there is none).
+    multi_worker: `MultiWorkerMirroredStrategy`; the cluster comes from the TF_CONFIG environment variable. Its
+        all-reduce goes over NCCL when this machine has GPUs, else TensorFlow's choice ("auto": gRPC rings);
+        `all_reduce_implementation` ("auto", "ring", "nccl") picks instead. TensorFlow's default asks for no
+        NCCL, and its "auto" does not choose NCCL on its own.
     one_device: `OneDeviceStrategy` on the first GPU, else the CPU.
     default: the default strategy (no distribution; the device TensorFlow picks).
 
@@ -36,23 +46,47 @@ def create_strategy(name, tpu=None):
     >>> strategy.num_replicas_in_sync
     1
     """
+    if all_reduce_implementation is not None and name != "multi_worker":
+        raise InputError(f"--all_reduce_implementation={all_reduce_implementation} is only used with "
+                         f"--strategy=multi_worker (got --strategy={name}): leave it out.")
     if name == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, tf.errors.OpError) as e:
+            raise no_tpu_error(tpu, e) from None
         return tf.distribute.TPUStrategy(resolver)
     if tpu:
-        raise ValueError(f"--tpu={tpu!r} is only used with --strategy=tpu (got --strategy={name}).")
+        raise InputError(f"--tpu={tpu!r} is only used with --strategy=tpu (got --strategy={name}).")
     if name == "mirrored":
+        if not tf.config.list_logical_devices("GPU"):
+            logging.warning("--strategy=mirrored found no GPU: training on the CPU (%s). On a GPU machine install "
+                            "%s.", found_devices(), GPU_INSTALL)
         return tf.distribute.MirroredStrategy()
     if name == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        implementation = all_reduce_implementation or default_all_reduce_implementation(
+            len(tf.config.list_physical_devices("GPU")))
+        logging.info("MultiWorkerMirroredStrategy all-reduce: %s.", implementation)
+        return tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=tf.distribute.experimental.CommunicationOptions(
+                implementation=ALL_REDUCE_IMPLEMENTATIONS[implementation]))
     if name == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
         return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
     if name == "default":
         return tf.distribute.get_strategy()
-    raise ValueError(f"--strategy={name!r} is unknown: use one of {', '.join(STRATEGIES)}.")
+    raise InputError(f"--strategy={name!r} is unknown: use one of {', '.join(STRATEGIES)}.")
+
+
+def default_all_reduce_implementation(num_gpus):
+    """The multi-worker all-reduce for a machine with `num_gpus` GPUs: "nccl" with GPUs (as Model Garden asks for
+    it), else "auto".
+
+    >>> default_all_reduce_implementation(8), default_all_reduce_implementation(0)
+    ('nccl', 'auto')
+    """
+    return "nccl" if num_gpus else "auto"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,6 +2,7 @@
 accumulation, gradients averaged across replicas, then the optimizer (which clips to the global norm before its
 update); metrics accumulated on the replicas and read once per loop."""
 
+import contextlib
 import dataclasses
 
 import keras
@@ -59,7 +60,13 @@ class Trainer:
         model: a `BertPretrainer`.
         optimizer: an optimizer built with `aggregate_gradients=False` (or a `LossScaleOptimizer` around one).
         max_micro_batch_size: the most sequences one replica processes at once (None: the whole replica batch).
-        jit_compile: compile each replica's forward and backward pass (with its accumulation loop) with XLA.
+        jit_compile: compile with XLA: False (none), "gradients" (each replica's forward and backward pass with its
+            accumulation loop) or "step" (the whole replica step: gradients, their all-reduce, the skip decision
+            and the optimizer's update, as Model Garden compiles the step on GPUs). True means "gradients".
+            "step" needs a strategy that updates without `merge_call` inside XLA: one device, or MirroredStrategy /
+            MultiWorkerMirroredStrategy on GPUs.
+        all_reduce_dtype: the dtype the gradients travel in across replicas ("float32", or "bfloat16" for half
+            the bytes); they are averaged, clipped and applied in float32 either way.
 
     Example:
     >>> layout = worker_layout(strategy)  # doctest: +SKIP
@@ -69,7 +76,8 @@ class Trainer:
     (100, 6.93, None)
     """
 
-    def __init__(self, strategy, layout, model, optimizer, *, max_micro_batch_size=None, jit_compile=False):
+    def __init__(self, strategy, layout, model, optimizer, *, max_micro_batch_size=None, jit_compile=False,
+                 all_reduce_dtype="float32"):
         self.strategy = strategy
         self.layout = layout
         self.model = model
@@ -86,10 +94,18 @@ class Trainer:
             self._totals = tf.Variable(tf.zeros(len(self.metric_names) + 3), trainable=False, name="loop_totals",
                                        synchronization=tf.VariableSynchronization.ON_READ,
                                        aggregation=tf.VariableAggregation.SUM)
-        # A plain host variable: a signal handler's thread sets it while the loop runs.
-        self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
-        self._compute_gradients = (tf.function(self._gradients, jit_compile=True) if jit_compile
+        # A plain variable on the host's CPU: a signal handler's thread sets it while the loop runs, and the loop's
+        # condition reads it before each step. Left unplaced it would land on GPU:0, and that read would wait for
+        # GPU:0's stream, i.e. for the step before.
+        with tf.device("/device:CPU:0"):
+            self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
+        scope = "gradients" if jit_compile is True else jit_compile
+        if scope not in (False, None, "gradients", "step"):
+            raise ValueError(f"jit_compile={jit_compile!r}: use False, 'gradients' or 'step'.")
+        self.all_reduce_dtype = tf.dtypes.as_dtype(all_reduce_dtype)
+        self._compute_gradients = (tf.function(self._gradients, jit_compile=True) if scope == "gradients"
                                    else self._gradients)
+        self._step = tf.function(self._replica_step, jit_compile=True) if scope == "step" else self._replica_step
         self.train_loop = tf.function(lambda iterators, num_steps: self.run_steps(
             lambda step: tuple(next(iterator) for iterator in _per_host(iterators)), num_steps))
 
@@ -140,15 +156,19 @@ class Trainer:
         steps = tf.constant(0)
         # The condition reads only the counter and the stop flag, never a replica's output, so issuing step
         # i + 1 never waits for step i's numbers.
-        while steps < num_steps and not (read_stop and self.stop_requested):
+        while steps < num_steps and not (read_stop and self._stop_flag()):
             self.distributed_step(next_batch(steps))
             steps += 1
         return steps, self._totals.read_value()
 
+    def _stop_flag(self):
+        with tf.device(self.stop_requested.device):  # read where it lives, not where the step's ops run
+            return self.stop_requested.read_value()
+
     def distributed_step(self, host_batches):
         """One optimizer step on the hosts' batches (one per host of `layout.hosts`); its metrics go to each
         replica's accumulator."""
-        self.strategy.run(self._replica_step, args=(split_per_replica(self.strategy, self.layout, host_batches),))
+        self.strategy.run(self._step, args=(split_per_replica(self.strategy, self.layout, host_batches),))
 
     def _replica_step(self, features):
         learning_rate = tf.cast(self.optimizer.learning_rate, tf.float32)
@@ -156,8 +176,9 @@ class Trainer:
         loss = metrics["loss"]
         if self.layout.num_replicas > 1:
             # The loss travels with the gradients, so every replica takes the same skip decision.
-            *grads, loss = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.MEAN,
-                                                                          grads + [loss])
+            *grads, loss = tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.MEAN, [tf.cast(t, self.all_reduce_dtype) for t in grads + [loss]])
+            grads, loss = [tf.cast(g, tf.float32) for g in grads], tf.cast(loss, tf.float32)
         grad_norm = tf.linalg.global_norm(grads)
         if self.loss_scaled:
             grad_norm = grad_norm / tf.cast(self.optimizer.dynamic_scale, tf.float32)
@@ -174,9 +195,18 @@ class Trainer:
             + [good, 1.0 - good, tf.where(first_bad > 0, loss, 0.0)]))
 
     def _apply_if(self, condition, grads):
-        """Applies `grads` when `condition` (the same on every replica) holds. The optimizer's update synchronises
-        the replicas (`merge_call`), which TensorFlow allows under a `tf.cond` only in the cross-replica context,
-        as Keras' LossScaleOptimizer does it."""
+        """Applies `grads` when `condition` (the same on every replica) holds, by one of two branches
+        (`update_branch`):
+
+        - "cond", where the strategy updates variables without `merge_call`: the default strategy, and
+          MirroredStrategy / MultiWorkerMirroredStrategy inside XLA on GPUs (the "step" jit scope). Each replica
+          runs the update under its own `tf.cond`, inside the compiled step.
+        - "merge_call" everywhere else: TPUStrategy (its extended class keeps `merge_call`, so a TPU runs this
+          branch inside its one compiled program), OneDeviceStrategy, MirroredStrategy on CPUs or outside XLA.
+          TensorFlow forbids a `merge_call` (which the optimizer's update makes) under a replica's `tf.cond`, so
+          the condition goes to the cross-replica context, where one `tf.cond` on the first replica's value
+          calls the update on every replica, as Keras' LossScaleOptimizer does it.
+        """
         def apply(grads):
             self.optimizer.apply(grads, self.trainable_variables)
 
@@ -184,8 +214,7 @@ class Trainer:
             tf.cond(strategy.experimental_local_results(condition)[0],
                     lambda: strategy.extended.call_for_each_replica(apply, args=(grads,)), lambda: None)
 
-        # TPUStrategy runs every replica in one program and updates without merge_call: the cond stays in place.
-        if strategy_supports_no_merge_call():
+        if update_branch() == "cond":
             tf.cond(condition, lambda: apply(grads), lambda: None)
         else:
             tf.distribute.get_replica_context().merge_call(cross_replica, args=(condition, grads))
@@ -221,6 +250,41 @@ class Trainer:
             raise ValueError(f"No gradient reaches {missing}: the pre-training loss does not depend on them.")
         grads = [tf.convert_to_tensor(g) for g in grads]  # embedding gradients arrive as IndexedSlices
         return grads, {name: tf.cast(losses[name], tf.float32) for name in metric_names(self.use_next_sentence)}
+
+
+def update_branch():
+    """How `Trainer` applies an update under the current strategy and graph: "cond" where the strategy updates
+    without `merge_call`, else "merge_call" (see `Trainer._apply_if`).
+
+    >>> update_branch()  # the default strategy
+    'cond'
+    """
+    return "cond" if strategy_supports_no_merge_call() else "merge_call"
+
+
+@contextlib.contextmanager
+def replica_updated_counters():
+    """A scope for creating an optimizer whose update runs in each replica's compiled step ("step" jit scope on
+    GPUs): its step counter is created without the ONLY_FIRST_REPLICA aggregation Keras gives it.
+
+    Keras increments `optimizer.iterations` with a tensor, and TensorFlow updates an ONLY_FIRST_REPLICA variable
+    from a replica by broadcasting the first replica's value through `merge_call`, which cannot run inside a
+    replica's compiled function (RuntimeError: "`merge_call` called while defining a new graph"). Every replica
+    adds the same 1, so each can update its own copy (aggregation NONE) and the copies stay equal.
+
+    Example:
+    >>> with replica_updated_counters():
+    ...     optimizer = keras.optimizers.SGD()
+    >>> optimizer.iterations.value.aggregation
+    <VariableAggregationV2.NONE: 0>
+    """
+    def creator(next_creator, **kwargs):
+        if kwargs.get("aggregation") == tf.VariableAggregation.ONLY_FIRST_REPLICA:
+            kwargs["aggregation"] = tf.VariableAggregation.NONE
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(creator):
+        yield
 
 
 def _per_host(iterators):

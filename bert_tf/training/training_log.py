@@ -70,7 +70,8 @@ class TrainingLog:
         parts += [f"{_SHORT[k]} {means[k]:.4g}" for k in _SHORT if k in means]
         speed_text = f"{row['sequences_per_second']:.1f} seq/s, {row['model_tflops_per_second']:.3g} TFLOP/s"
         if "mfu" in row:
-            speed_text += f", MFU {100 * row['mfu']:.1f}%" + (" (peak reads low)" if row["mfu"] >= 1.0 else "")
+            speed_text += (f", MFU {100 * row['mfu']:.1f}% of the {peak.kind} peak"
+                           + (" (peak reads low)" if row["mfu"] >= 1.0 else ""))
         logging.info("%s | %s | ETA %s", " ".join(parts), speed_text,
                      datetime.timedelta(seconds=int(remaining)))
         return row
