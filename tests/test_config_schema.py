@@ -53,10 +53,11 @@ def test_platforms_file_errors(tmp_path):
     with pytest.raises(ConfigError, match=UNKNOWN.format(where=where, key="max_micro_batch",
                                                          known="max_micro_batch_size")):
         load_platforms(write(tmp_path, "platforms.yaml", platforms_yaml("    models: {base: {max_micro_batch: 8}}\n")))
-    with pytest.raises(ConfigError, match=WRONG_TYPE.format(where=where, field="max_micro_batch_size", value="8",
-                                                            kind="an integer", key="max_micro_batch_size")):
-        load_platforms(write(tmp_path, "platforms.yaml",
-                             platforms_yaml("    models: {base: {max_micro_batch_size: '8'}}\n")))
+    for value, shown in (("'8'", "'8'"), ("{128: '8'}", r"\{128: '8'\}")):  # by phase length, as integers
+        with pytest.raises(ConfigError, match=rf"^{where}: max_micro_batch_size={shown} must map each phase length "
+                                              r"to a positive integer, e.g. \{128: 64, 512: 16\}\.$"):
+            load_platforms(write(tmp_path, "platforms.yaml",
+                                 platforms_yaml(f"    models: {{base: {{max_micro_batch_size: {value}}}}}\n")))
 
 
 def test_finetuning_recipe_errors(tmp_path):

@@ -22,17 +22,19 @@ def test_the_platforms_the_issue_names_exist():
 
 
 @pytest.mark.parametrize("name", [n for n in sorted(PLATFORMS) if PLATFORMS[n].device])
-def test_each_micro_batch_is_the_largest_power_of_two_that_fits_the_device(name):
+def test_each_micro_batch_is_the_largest_power_of_two_that_fits_the_device_at_its_phase_length(name):
     platform = PLATFORMS[name]
     budget = HEADROOM * DEVICES[platform.device].memory_gib * GIB
     assert platform.mixed_precision == "mixed_bfloat16"
     for preset in ("base", "large"):
-        figures = ESTIMATES[preset]
-        estimate = MemoryEstimate(figures["fixed_gib"] * GIB, figures["per_sequence_gib"] * GIB, (4, 16))
-        micro = platform.max_micro_batch_size(preset)
-        assert micro & (micro - 1) == 0, (preset, micro)  # divides every power-of-two replica batch
-        assert estimate.bytes_for(micro) <= budget, (preset, micro)
-        assert micro == 256 or estimate.bytes_for(2 * micro) > budget, (preset, micro)
+        assert set(platform.models[preset].max_micro_batch_size) == set(ESTIMATES[preset]) == {128, 512}
+        for seq_length, figures in ESTIMATES[preset].items():
+            estimate = MemoryEstimate(figures["fixed_gib"] * GIB, figures["per_sequence_gib"] * GIB, (4, 16))
+            micro = platform.max_micro_batch_size(preset, seq_length)
+            where = (preset, seq_length, micro)
+            assert micro & (micro - 1) == 0, where  # divides every power-of-two replica batch
+            assert estimate.bytes_for(micro) <= budget, where
+            assert micro == 256 or estimate.bytes_for(2 * micro) > budget, where
 
 
 @pytest.mark.parametrize("name", ["tpu_v4", "a100_40gb", "cpu"])
@@ -42,19 +44,34 @@ def test_a_platform_changes_only_how_a_step_is_computed(name):
         fitted = apply_platform(paper, name)
         changed = {k for k, v in fitted.to_dict().items() if paper.to_dict()[k] != v}
         # How a step is computed (precision, micro-batches, XLA scope), the eval batch, and which platform it was.
-        assert changed <= {"mixed_precision", "max_micro_batch_size", "eval", "jit_compile", "jit_compile_scope",
-                           "platform"}
+        assert changed <= {"mixed_precision", "phases", "eval", "jit_compile", "jit_compile_scope", "platform"}
         assert fitted.platform == name
         assert dataclasses.replace(fitted.eval, eval_batch_size=paper.eval.eval_batch_size) == paper.eval
+        assert [dataclasses.replace(p, max_micro_batch_size=None) for p in fitted.phases] == list(paper.phases)
         assert (fitted.train_batch_size, fitted.num_train_steps, fitted.learning_rate) == (256, 1_000_000, 1e-4)
+        models = PLATFORMS[name].models
+        for phase in fitted.phases:  # each phase at the micro-batch estimated at its own length
+            assert fitted.phase_micro_batch_size(phase) == (
+                PLATFORMS[name].max_micro_batch_size(paper.model.preset, phase.max_seq_length) if models else None)
     assert paper.mixed_precision == "float32" and paper.max_micro_batch_size is None  # the original, untouched
 
 
-def test_unknown_platforms_and_models_say_what_to_do():
+def test_phase_one_fits_more_sequences_and_an_explicit_flag_still_wins():
+    fitted = apply_platform(load_recipe("bert_large_paper"), "tpu_v4")
+    short, long = (fitted.phase_micro_batch_size(p) for p in fitted.phases)
+    assert short >= 4 * long
+    flagged = fitted.with_overrides(max_micro_batch_size=4)  # what bert-pretrain --max_micro_batch_size=4 does
+    assert [flagged.phase_micro_batch_size(p) for p in flagged.phases] == [4, 4]
+
+
+def test_unknown_platforms_models_and_lengths_say_what_to_do():
     with pytest.raises(RecipeError, match=r"--platform='tpu_v9' is unknown: use one of .*tpu_v4"):
         apply_platform(load_recipe("bert_base_paper"), "tpu_v9")
     with pytest.raises(RecipeError, match="has settings for the base, large presets, not for this model .tiny."):
         apply_platform(load_recipe("demo_cpu"), "a100_80gb")
+    with pytest.raises(RecipeError, match=r"--platform=a100_80gb has micro-batches for base at 128, 512 tokens, not "
+                                          r"at max_seq_length=256: pass --max_micro_batch_size instead."):
+        apply_platform(load_recipe("bert_base_paper").override({"phases.1.max_seq_length": 256}), "a100_80gb")
 
 
 # The replicas one process drives: every chip of a TPU VM or pod slice (v4-8 has 4 chips, v5e-256 256), or the GPUs

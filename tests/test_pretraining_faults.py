@@ -201,6 +201,31 @@ def test_options_reach_the_training_loop(data, tmp_path, built):
     assert {v.dtype for v in load_pretrainer(result.model_dir).trainable_variables} == {"float32"}
 
 
+def test_each_phase_trains_at_its_own_micro_batch(data, tmp_path, monkeypatch):
+    """Phases with their own max_micro_batch_size (what --platform writes: more sequences fit at shorter lengths)
+    split each step as their own says, even at the same shapes (the step is traced again); the global batch stays."""
+    traced = []
+    real_gradients = pretraining.Trainer._gradients
+
+    def recording_gradients(self, features):
+        traced.append((features["input_word_ids"].shape[0], self.max_micro_batch_size))
+        return real_gradients(self, features)
+
+    monkeypatch.setattr(pretraining.Trainer, "_gradients", recording_gradients)
+    phase = {"max_seq_length": SEQ, "max_predictions_per_seq": PRED, "input_file": data["train"]}
+    recipe = Recipe.from_dict({**tiny_recipe(data).to_dict(), "num_train_steps": 4, "phases": [
+        {**phase, "name": "short", "num_steps": 2, "max_micro_batch_size": 8},
+        {**phase, "name": "long", "num_steps": 2, "max_micro_batch_size": 2}]})
+    result = run_pretraining(recipe, str(tmp_path / "run"), peak_tflops=1.0)
+    assert result.completed and np.isfinite(result.last_metrics["loss"])
+    assert sorted(set(traced)) == [(8, 2), (8, 8)]  # batch 8 in both; micro-batches of 8, then of 2
+    with pytest.raises(InputError, match="per-replica batch of 8 sequences does not split into micro-batches of "
+                                         "max_micro_batch_size=3"):  # before the first step, not at phase 2
+        run_pretraining(recipe.override({"phases.1.max_micro_batch_size": 3}), str(tmp_path / "bad"),
+                        peak_tflops=1.0)
+    assert not os.path.exists(tmp_path / "bad" / "bert_config.json")
+
+
 def test_bad_eval_input_fails_before_training_and_leaves_nothing(data, tmp_path):
     model_dir = str(tmp_path / "run")
     with pytest.raises(InputError, match=r"the eval input \(--eval_input_file\): .*missing.tfrecord"):

@@ -20,17 +20,24 @@ PLATFORMS_FILE = os.path.join(configs_dir(), "platforms.yaml")
 
 @dataclasses.dataclass(frozen=True)
 class ModelFit(Section):
-    """What fits one platform's replica device for one model preset.
+    """What fits one platform's replica device for one model preset, per phase length.
 
     Attributes:
-        max_micro_batch_size: sequences per replica per forward/backward pass.
+        max_micro_batch_size: {a phase's max_seq_length: sequences per replica per forward/backward pass}, each
+            estimated at that length (shorter sequences fit more).
     """
 
     ERROR = RecipeError
-    max_micro_batch_size: int
+    max_micro_batch_size: dict
 
     def _rules(self):
-        return (("max_micro_batch_size", self.max_micro_batch_size > 0, "must be a positive integer"),)
+        def positive(v):
+            return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+        fits = self.max_micro_batch_size
+        return (("max_micro_batch_size",
+                 isinstance(fits, dict) and fits and all(positive(k) and positive(v) for k, v in fits.items()),
+                 "must map each phase length to a positive integer, e.g. {128: 64, 512: 16}"),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +55,8 @@ class PlatformSettings(Section):
             on the platform's machines (None keeps the recipe's).
 
     Example:
-    >>> PlatformSettings("tpu_v4", "tpu_v4", "mixed_bfloat16", {"base": ModelFit(32)}).max_micro_batch_size("base")
+    >>> fits = {"base": ModelFit({128: 128, 512: 32})}
+    >>> PlatformSettings("tpu_v4", "tpu_v4", "mixed_bfloat16", fits).max_micro_batch_size("base", 512)
     32
     """
 
@@ -71,13 +79,18 @@ class PlatformSettings(Section):
                 ("jit_compile_scope", self.jit_compile_scope in (None,) + JIT_COMPILE_SCOPES,
                  f"must be one of {', '.join(JIT_COMPILE_SCOPES)} or null"))
 
-    def max_micro_batch_size(self, preset):
-        """The micro-batch for a model preset; a `RecipeError` naming the presets the platform knows otherwise."""
+    def max_micro_batch_size(self, preset, seq_length):
+        """The micro-batch for a model preset at a phase's sequence length; a `RecipeError` naming the presets and
+        lengths the platform knows otherwise."""
         if preset not in self.models:
             raise RecipeError(f"--platform={self.name} has settings for the {', '.join(sorted(self.models))} "
                               f"presets, not for this model ({preset or 'a bert_config_file'}): pass "
                               f"--max_micro_batch_size and --mixed_precision instead.")
-        return self.models[preset].max_micro_batch_size
+        fits = self.models[preset].max_micro_batch_size
+        if seq_length not in fits:
+            raise RecipeError(f"--platform={self.name} has micro-batches for {preset} at {', '.join(map(str, fits))} "
+                              f"tokens, not at max_seq_length={seq_length}: pass --max_micro_batch_size instead.")
+        return fits[seq_length]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,24 +124,26 @@ def load_platforms(path=PLATFORMS_FILE):
 
 
 def apply_platform(recipe, name):
-    """`recipe` with the platform's mixed precision, XLA settings, the micro-batch of the recipe's model preset
-    and its eval batch (one that splits over the replicas a process drives there), and `platform` set to `name`:
-    the run checks, before its first step, that its replicas are on that kind of device.
+    """`recipe` with the platform's mixed precision, XLA settings, each phase's micro-batch for the recipe's model
+    preset at the phase's length and its eval batch (one that splits over the replicas a process drives there), and
+    `platform` set to `name`: the run checks, before its first step, that its replicas are on that kind of device.
 
     Example:
-    >>> recipe = apply_platform(load_recipe("bert_large_paper"), "a100_40gb")  # doctest: +SKIP
-    >>> recipe.mixed_precision, recipe.train_batch_size  # doctest: +SKIP
-    ('mixed_bfloat16', 256)
+    >>> from bert_tf.training.recipe import load_recipe
+    >>> recipe = apply_platform(load_recipe("bert_large_paper"), "a100_40gb")
+    >>> recipe.mixed_precision, recipe.train_batch_size, [p.max_micro_batch_size for p in recipe.phases]
+    ('mixed_bfloat16', 256, [128, 16])
     """
     platforms = load_platforms()
     if name not in platforms:
         raise RecipeError(f"--platform={name!r} is unknown: use one of {', '.join(sorted(platforms))}.")
     platform = platforms[name]
     preset = None if recipe.model.bert_config_file else recipe.model.preset
-    micro = platform.max_micro_batch_size(preset) if platform.models else None
-    recipe = recipe.with_overrides(mixed_precision=platform.mixed_precision, max_micro_batch_size=micro,
-                                   jit_compile=platform.jit_compile, jit_compile_scope=platform.jit_compile_scope,
-                                   platform=name)
+    recipe = recipe.with_overrides(mixed_precision=platform.mixed_precision, jit_compile=platform.jit_compile,
+                                   jit_compile_scope=platform.jit_compile_scope, platform=name)
+    if platform.models:
+        recipe = recipe.override({f"phases.{i}.max_micro_batch_size": platform.max_micro_batch_size(
+            preset, phase.max_seq_length) for i, phase in enumerate(recipe.phases)})
     if platform.eval_batch_size:
         recipe = recipe.override({"eval.eval_batch_size": platform.eval_batch_size})
     return recipe

@@ -42,7 +42,7 @@ from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.training.preflight import check_run_inputs
 from bert_tf.training.recipe import RecipeError, check_ready
 from bert_tf.training.strategy import worker_layout
-from bert_tf.training.trainer import Trainer, replica_updated_counters
+from bert_tf.training.trainer import Trainer, micro_batching, replica_updated_counters
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
 
 __all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "RunParts", "create_pretrainer",
@@ -199,6 +199,7 @@ class PretrainingRun:
             _check_model_dir_config(self.model_dir, config)
         for phase in recipe.phases:
             layout.host_batch_size(recipe.phase_batch_size(phase))
+            micro_batching(recipe.phase_batch_size(phase) // layout.num_replicas, recipe.phase_micro_batch_size(phase))
         masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
                                 recipe.dynamic_masking.do_whole_word_mask)
                   if recipe.dynamic_masking.enabled else None)
@@ -245,6 +246,7 @@ class PretrainingRun:
         recipe, parts = self.recipe, self.parts
         layout = parts.layout
         global_batch = recipe.phase_batch_size(phase)
+        parts.trainer.use_max_micro_batch_size(recipe.phase_micro_batch_size(phase))
         micro, accumulation = parts.trainer.micro_batching(global_batch // layout.num_replicas)
         logging.info("Phase %s: steps %d-%d, seq %d, %d predictions; global batch %d = %d replica(s) x %d "
                      "micro-batch(es) x %d sequences.", phase.name, self.step, end, phase.max_seq_length,

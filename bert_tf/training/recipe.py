@@ -86,7 +86,8 @@ class OptimizerSpec(_Section):
 @dataclasses.dataclass(frozen=True)
 class Phase(_Section):
     """A stretch of the run with its own input files and lengths. `num_steps` counts this phase's steps;
-    `train_batch_size` (global) defaults to the recipe's. (Checked by the recipe, which knows its index.)"""
+    `train_batch_size` (global) and `max_micro_batch_size` (sequences one replica computes at once: shorter
+    sequences fit more) default to the recipe's. (Checked by the recipe, which knows its index.)"""
 
     name: str
     num_steps: int
@@ -94,6 +95,7 @@ class Phase(_Section):
     max_predictions_per_seq: int
     input_file: Optional[str] = None
     train_batch_size: Optional[int] = None
+    max_micro_batch_size: Optional[int] = None
 
     def __post_init__(self):
         pass
@@ -287,8 +289,9 @@ class Recipe(_Section):
         (a `BertConfig` field), "phases.input_file" (a list with one value per phase, or one value for a
         one-phase recipe), "phases.1.max_seq_length". String values (from `--set field=value`) are read as YAML.
 
-        Three fields carry a rule: a new num_train_steps rescales the phases in proportion (900k/100k ->
-        90%/10%), a new train_batch_size replaces the phases' own, a bert_config_file replaces the preset.
+        Four fields carry a rule: a new num_train_steps rescales the phases in proportion (900k/100k ->
+        90%/10%), a new train_batch_size or max_micro_batch_size replaces the phases' own, a bert_config_file
+        replaces the preset.
         """
         values = self.to_dict()
         total = None
@@ -299,9 +302,9 @@ class Recipe(_Section):
                 total = value
                 continue
             _set_path(self, values, path, value)
-            if path == "train_batch_size":
+            if path in ("train_batch_size", "max_micro_batch_size"):
                 for phase in values["phases"]:
-                    phase["train_batch_size"] = None
+                    phase[path] = None
             if path == "model.bert_config_file":
                 values["model"]["preset"] = None
         if total is not None:
@@ -339,6 +342,10 @@ class Recipe(_Section):
 
     def phase_batch_size(self, phase):
         return phase.train_batch_size or self.train_batch_size
+
+    def phase_micro_batch_size(self, phase):
+        """The phase's `max_micro_batch_size`, else the recipe's (None: the whole replica batch at once)."""
+        return phase.max_micro_batch_size or self.max_micro_batch_size
 
 
 _PHASE_FIELDS = {f.name for f in dataclasses.fields(Phase)}
@@ -458,9 +465,9 @@ def _check_phases(recipe):
         if phase.max_predictions_per_seq > phase.max_seq_length:
             raise RecipeError(f"{where}.max_predictions_per_seq={phase.max_predictions_per_seq} must not exceed "
                               f"max_seq_length={phase.max_seq_length}.")
-        if phase.train_batch_size is not None and phase.train_batch_size <= 0:
-            raise RecipeError(f"{where}.train_batch_size={phase.train_batch_size!r} must be a positive integer "
-                              f"or null.")
+        for field in ("train_batch_size", "max_micro_batch_size"):
+            if getattr(phase, field) is not None and getattr(phase, field) <= 0:
+                raise RecipeError(f"{where}.{field}={getattr(phase, field)!r} must be a positive integer or null.")
     total = sum(p.num_steps for p in recipe.phases)
     if total != recipe.num_train_steps:
         raise RecipeError(f"num_train_steps={recipe.num_train_steps!r} must equal the sum of the phases' num_steps "

@@ -9,6 +9,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.compat.tensorflow_internals import strategy_supports_no_merge_call
+from bert_tf.errors import InputError
 from bert_tf.modeling.dropout import dropout_stream
 from bert_tf.training.strategy import split_per_replica
 
@@ -28,6 +29,22 @@ class LoopResult:
     means: dict
     bad_step: object = None
     bad_loss: float = None
+
+
+def micro_batching(replica_batch_size, max_micro_batch_size):
+    """(micro-batch size, accumulation steps) for a replica batch of `replica_batch_size` sequences computed at most
+    `max_micro_batch_size` at once (None: all at once); an `InputError` when they do not split evenly.
+
+    Example:
+    >>> micro_batching(32, 8), micro_batching(4, 8), micro_batching(32, None)
+    ((8, 4), (4, 1), (32, 1))
+    """
+    micro = min(replica_batch_size, max_micro_batch_size or replica_batch_size)
+    if replica_batch_size % micro:
+        raise InputError(
+            f"The per-replica batch of {replica_batch_size} sequences does not split into micro-batches of "
+            f"max_micro_batch_size={max_micro_batch_size}: use a divisor of {replica_batch_size}.")
+    return micro, replica_batch_size // micro
 
 
 class Trainer:
@@ -103,11 +120,24 @@ class Trainer:
         if scope not in (False, None, "gradients", "step"):
             raise ValueError(f"jit_compile={jit_compile!r}: use False, 'gradients' or 'step'.")
         self.all_reduce_dtype = tf.dtypes.as_dtype(all_reduce_dtype)
+        self._jit_scope = scope
+        self._trace_functions()
+
+    def _trace_functions(self):
+        """(Re)creates the step functions: a trace holds the micro-batching it was traced with."""
+        scope = self._jit_scope
         self._compute_gradients = (tf.function(self._gradients, jit_compile=True) if scope == "gradients"
                                    else self._gradients)
         self._step = tf.function(self._replica_step, jit_compile=True) if scope == "step" else self._replica_step
         self.train_loop = tf.function(lambda iterators, num_steps: self.run_steps(
             lambda step: tuple(next(iterator) for iterator in _per_host(iterators)), num_steps))
+
+    def use_max_micro_batch_size(self, max_micro_batch_size):
+        """Micro-batches of at most `max_micro_batch_size` sequences from the next loop on (each phase its own:
+        shorter sequences fit more); a change retraces the step, which the phase's new shapes do anyway."""
+        if max_micro_batch_size != self.max_micro_batch_size:
+            self.max_micro_batch_size = max_micro_batch_size
+            self._trace_functions()
 
     @property
     def reads_stop_flag(self):
@@ -139,12 +169,7 @@ class Trainer:
 
     def micro_batching(self, replica_batch_size):
         """(micro-batch size, accumulation steps) for a replica batch of `replica_batch_size` sequences."""
-        micro = min(replica_batch_size, self.max_micro_batch_size or replica_batch_size)
-        if replica_batch_size % micro:
-            raise ValueError(
-                f"The per-replica batch of {replica_batch_size} sequences does not split into micro-batches of "
-                f"max_micro_batch_size={self.max_micro_batch_size}: use a divisor of {replica_batch_size}.")
-        return micro, replica_batch_size // micro
+        return micro_batching(replica_batch_size, self.max_micro_batch_size)
 
     def run_steps(self, next_batch, num_steps):
         """The loop body of `train_loop`, with the batch source as a function of the step index (returning one
