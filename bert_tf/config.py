@@ -8,6 +8,8 @@ from importlib import resources
 
 from absl import logging
 
+from bert_tf.errors import InputError
+
 # Activation names are explicit because "gelu" meant different things to different codebases: the original
 # TF1 code's "gelu" is the tanh approximation, HF's "gelu" is the exact erf form.
 ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "tanh", "linear")
@@ -56,7 +58,8 @@ class BertConfig:
     >>> BertConfig(hidden_size=100, num_attention_heads=3)
     Traceback (most recent call last):
     ...
-    ValueError: hidden_size=100 is not divisible by num_attention_heads=3: choose a head count that divides it.
+    bert_tf.errors.InputError: hidden_size=100 is not divisible by num_attention_heads=3: choose a head count that
+    divides it.
     """
 
     vocab_size: int = 30522
@@ -79,29 +82,29 @@ class BertConfig:
                      "intermediate_size", "max_position_embeddings", "type_vocab_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name}={value!r} must be a positive integer.")
+                raise InputError(f"{name}={value!r} must be a positive integer.")
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
+            raise InputError(
                 f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
                 f"{self.num_attention_heads}: choose a head count that divides it.")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name}={value!r} must be a finite number: write it without quotes, e.g. "
+                raise InputError(f"{name}={value!r} must be a finite number: write it without quotes, e.g. "
                                  f"{getattr(BertConfig, name)!r}.")
         if not isinstance(self.pre_layer_norm, bool):
-            raise ValueError(f"pre_layer_norm={self.pre_layer_norm!r} must be true or false.")
+            raise InputError(f"pre_layer_norm={self.pre_layer_norm!r} must be true or false.")
         if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(f"hidden_act={self.hidden_act!r} is unknown: use one of {', '.join(ACTIVATIONS)}.")
+            raise InputError(f"hidden_act={self.hidden_act!r} is unknown: use one of {', '.join(ACTIVATIONS)}.")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
-                raise ValueError(f"{name}={value!r} must be in [0, 1).")
+                raise InputError(f"{name}={value!r} must be in [0, 1).")
         for name in ("initializer_range", "layer_norm_eps"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)!r} must be positive.")
+                raise InputError(f"{name}={getattr(self, name)!r} must be positive.")
         if self.position_embedding_type not in ("learned", "sinusoidal"):
-            raise ValueError(f"position_embedding_type={self.position_embedding_type!r} must be "
+            raise InputError(f"position_embedding_type={self.position_embedding_type!r} must be "
                              "'learned' or 'sinusoidal'.")
 
     @property
@@ -117,7 +120,7 @@ class BertConfig:
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - fields)
         if unknown:
-            raise ValueError(f"Unknown BertConfig field(s) {unknown}: known fields are {sorted(fields)}.")
+            raise InputError(f"Unknown BertConfig field(s) {unknown}: known fields are {sorted(fields)}.")
         return cls(**values)
 
     def to_json_dict(self):
@@ -151,7 +154,7 @@ class BertConfig:
         act = values.get("hidden_act")
         if approximation is not None:
             if act != "gelu" or approximation not in _GELU_BY_APPROXIMATION:
-                raise ValueError(
+                raise InputError(
                     f"{source}: {GELU_APPROXIMATION}={approximation!r} with hidden_act={act!r}: the field goes with "
                     f"hidden_act \"gelu\" and is one of {', '.join(_GELU_BY_APPROXIMATION)}.")
             values["hidden_act"] = _GELU_BY_APPROXIMATION[approximation]
@@ -179,9 +182,9 @@ class BertConfig:
         try:
             values = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{source} is not valid JSON ({e}): expected a bert_config.json.") from e
+            raise InputError(f"{source} is not valid JSON ({e}): expected a bert_config.json.") from e
         if not isinstance(values, dict):
-            raise ValueError(f"{source} holds {type(values).__name__}, not a mapping: expected a bert_config.json.")
+            raise InputError(f"{source} holds {type(values).__name__}, not a mapping: expected a bert_config.json.")
         return cls.from_json_dict(values, source)
 
     @classmethod
@@ -192,14 +195,14 @@ class BertConfig:
             with open(path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
-            raise ValueError(f"Cannot read BertConfig file {path}: {e.strerror}.") from e
+            raise InputError(f"Cannot read BertConfig file {path}: {e.strerror}.") from e
         return cls.from_json_string(text, path)
 
     @classmethod
     def preset(cls, name, **overrides):
         """One of tiny, mini, small, medium, base, large (configs/model/NAME.json), with optional overrides."""
         if name not in PRESETS:
-            raise ValueError(f"Unknown preset {name!r}: use one of {', '.join(PRESETS)}.")
+            raise InputError(f"Unknown preset {name!r}: use one of {', '.join(PRESETS)}.")
         config = cls.from_json_file(os.path.join(configs_dir(), "model", f"{name}.json"))
         return dataclasses.replace(config, **overrides) if overrides else config
 

@@ -25,3 +25,32 @@ class NonFiniteLossError(RuntimeError):
     >>> isinstance(NonFiniteLossError("loss nan at step 7"), RuntimeError)
     True
     """
+
+
+class InputFileNotFoundError(InputError, FileNotFoundError):
+    """A file or directory the user named does not exist (or lacks a file it must hold); also a `FileNotFoundError`,
+    so callers that catch that keep working.
+
+    Example:
+    >>> isinstance(InputFileNotFoundError("vocab_file 'v.txt' does not exist: pass a WordPiece vocab."), OSError)
+    True
+    """
+
+
+class InputIsADirectoryError(InputError, IsADirectoryError):
+    """A path the user passed as a file is a directory; also an `IsADirectoryError`.
+
+    Example:
+    >>> raise InputIsADirectoryError("vocab_file 'model' is a directory: pass the vocab file in it (vocab.txt).")
+    Traceback (most recent call last):
+    bert_tf.errors.InputIsADirectoryError: vocab_file 'model' is a directory: pass the vocab file in it (vocab.txt).
+    """
+
+
+class OutputExistsError(InputError, FileExistsError):
+    """An output the user named already holds something that must not be replaced; also a `FileExistsError`.
+
+    Example:
+    >>> isinstance(OutputExistsError("out already holds a checkpoint: pass a new --output directory."), InputError)
+    True
+    """

@@ -15,6 +15,7 @@ from absl import logging
 
 from bert_tf.atomic_output import make_directories, write_text_atomically
 from bert_tf.config import BertConfig
+from bert_tf.errors import InputFileNotFoundError
 from bert_tf.modeling.pretrainer import BertPretrainer
 
 CONFIG_FILE = "bert_config.json"
@@ -38,7 +39,7 @@ def read_config(model_dir):
     """
     path = config_path(model_dir)
     if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(
+        raise InputFileNotFoundError(
             f"No {CONFIG_FILE} in {model_dir}: pass a directory written by bert-convert or bert-pretrain.")
     with tf.io.gfile.GFile(path, "r") as f:
         return BertConfig.from_json_string(f.read(), path)
@@ -69,7 +70,7 @@ def latest_checkpoint(model_dir):
     """Path prefix of the newest `ckpt-N` in `model_dir`; a clear error when there is none."""
     path = tf.train.latest_checkpoint(model_dir)
     if path is None:
-        raise FileNotFoundError(
+        raise InputFileNotFoundError(
             f"No checkpoint in {model_dir}: expected a `checkpoint` file and ckpt-N files written by "
             "bert-convert or bert-pretrain.")
     return path

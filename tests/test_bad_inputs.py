@@ -8,15 +8,19 @@ for every bad input found; add a file to `paths` when a row needs one.
 
 import collections
 import errno
+import json
 import os
 import socket
 import stat
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
 
 from bert_tf import BertPretrainer
 from bert_tf.cli import app
+from bert_tf.errors import InputError, InputFileNotFoundError
 from bert_tf.model_dir import write_config, write_model_dir
 from bert_tf.text.bible import write_bible_split
 from bert_tf.text.vocab_learning import write_vocab as write_vocab_file
@@ -30,7 +34,7 @@ ROWS = {
         Row("directory as input", ["--input_file={dir}", "--input_format=text", "--output_file={out}/vocab.txt"], 2,
             ["{dir}: Is a directory", "pass a file"]),
         Row("output below a file", ["--input_file={corpus}", "--vocab_size=30", "--output_file={file}/vocab.txt"], 2,
-            ["{file}/vocab.txt", "Not a directory"]),
+            ["{file} is a file, not a directory"]),
         Row("required flag missing", ["--input_file={corpus}"], 2, ["--output_file is required"]),
         Row("unknown flag", ["--vocab-size=30", "--output_file={out}/vocab.txt"], 2,
             ["Unknown command line flag 'vocab-size'"]),
@@ -299,6 +303,26 @@ def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
         assert words.format(**names) in lines[-1]
 
 
+def test_internal_error_inside_a_command_exits_1_with_the_hint(paths, tmp_path):
+    # A bug inside bert-vocab (here: the learner raising a plain ValueError, as a library bug would) is exit 1 and
+    # one line that says so and how to get the traceback, never exit 2 ("your input was bad").
+    script = ("import sys\n"
+              "from bert_tf.text import vocab_learning\n"
+              "def broken(*args, **kwargs):\n"
+              "    raise ValueError('shapes (3,) and (4,) do not match')\n"
+              "vocab_learning.learn_vocab = broken\n"
+              "from bert_tf.cli import vocab\n"
+              "sys.argv = ['bert-vocab', *sys.argv[1:]]\n"
+              "vocab.run()\n")
+    args = [f"--input_file={paths['corpus']}", "--vocab_size=30", f"--output_file={tmp_path}/vocab.txt"]
+    process = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
+    assert process.returncode == 1, process.stderr[-3000:]
+    assert process.stderr.strip().splitlines()[-1] == (
+        "bert-vocab: error: internal error: ValueError: shapes (3,) and (4,) do not match (a bug: rerun with "
+        "--verbosity=debug for the traceback and report it).")
+    assert not (tmp_path / "vocab.txt").exists()
+
+
 def test_debug_verbosity_shows_the_traceback(paths, tmp_path):
     process = run_cli("vocab", f"--input_file={paths['dir']}", "--input_format=text", f"--output_file={tmp_path}/v",
                       "--verbosity=debug")
@@ -314,7 +338,12 @@ def test_debug_verbosity_shows_the_traceback(paths, tmp_path):
     (PermissionError(errno.EACCES, "Permission denied", "/data/vocab.txt"), 2,
      "/data/vocab.txt: Permission denied: change its permissions"),
     (OSError(errno.EROFS, "Read-only file system", "/mnt/ro/run"), 2, "/mnt/ro/run: Read-only file system"),
-    (FileNotFoundError("No labels file x.txt: pass --labels_file."), 2, "No labels file x.txt: pass --labels_file."),
+    (InputFileNotFoundError("No labels file x.txt: pass --labels_file."), 2, "No labels file x.txt: pass"),
+    (FileNotFoundError("No labels file x.txt"), 1, "internal error: FileNotFoundError"),
+    (ValueError("No gradient reaches layer_0"), 1, "internal error: ValueError: No gradient reaches layer_0 (a bug: "
+                                                   "rerun with --verbosity=debug"),
+    (json.JSONDecodeError("Expecting value", "x", 0), 1, "internal error: JSONDecodeError"),
+    (InputError("config.json is not valid JSON (Expecting value)."), 2, "config.json is not valid JSON"),
     (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), 1, "internal error: ConnectionResetError"),
     (app.InputError("--vocab_size=0 must be positive:\n  pass 30522."), 2, "--vocab_size=0 must be positive: pass"),
     (app.NonFiniteLossError("The training loss became nan at step 7"), 3, "loss became nan at step 7"),

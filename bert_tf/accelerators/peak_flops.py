@@ -18,6 +18,7 @@ from absl import logging
 
 from bert_tf.accelerators.device_peaks import device_spec
 from bert_tf.accelerators.replica_devices import device_type, replica_devices
+from bert_tf.errors import InputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +58,7 @@ def compute_dtype_peak(spec, compute_dtype):
         return spec.tensor_float32, "tensor_float32"
     value = getattr(spec, compute_dtype)
     if value is None:
-        raise ValueError(f"{spec.name} has no {compute_dtype} matrix units: use --mixed_precision=mixed_float16 "
+        raise InputError(f"{spec.name} has no {compute_dtype} matrix units: use --mixed_precision=mixed_float16 "
                          f"or float32 on it.")
     return value, compute_dtype
 

@@ -10,9 +10,12 @@ Exit codes (the same for every command):
     130  interrupted with Ctrl-C
 
 A command is a module under bert_tf/cli/ with absl flags and a `main(argv)`; its console script calls
-`app.run(main, required_flags=[...])`. Library code raises `bert_tf.errors.InputError` (a `ValueError`) for bad
-input; any `ValueError`, `OSError` on a path, absl flag error and TensorFlow error reading a user's file is bad input
-too. `main` may return an exit code (e.g. `EXIT_PREEMPTED`).
+`app.run(main, required_flags=[...])`. The exit code says whose fault it was. Bad input (exit 2) is what the user can
+fix: `bert_tf.errors.InputError` (and its subclasses), raised by library code where it detects the bad flag, file,
+config or directory, absl's flag errors, an `OSError` from the OS on a path the user gave (no such file, a
+directory, no space, permissions), a missing optional package, and a TensorFlow error reading a user's file (a corrupt
+TFRecord). Anything else, a plain `ValueError` included, is an internal failure (exit 1): one line with the hint to
+rerun with --verbosity=debug for the traceback. `main` may return an exit code (e.g. `EXIT_PREEMPTED`).
 
 TensorFlow prints its C++ start-up lines (oneDNN, CUDA stub, "failed call to cuInit" on a machine without a GPU)
 when it is imported and its devices are first listed. `bert_tf/cli/__init__.py` does both through
@@ -33,7 +36,7 @@ import traceback
 
 from absl import app, flags, logging
 
-from bert_tf.errors import InputError, NonFiniteLossError  # noqa: F401 - the commands raise app.InputError
+from bert_tf.errors import InputError, NonFiniteLossError
 
 FLAGS = flags.FLAGS
 
@@ -176,10 +179,12 @@ def classify(error):
     "corpus: Is a directory: pass a file, or a glob of the files inside the directory such as 'DIR/*'."
     >>> classify(KeyError("layer_0"))[0]
     1
+    >>> classify(ValueError("No gradient reaches layer_0"))  # a bug, not the user's fault
+    (1, 'internal error: ValueError: No gradient reaches layer_0 (a bug: rerun with --verbosity=debug for the ...')
     """
     if isinstance(error, NonFiniteLossError):
         return EXIT_NON_FINITE, _one_line(str(error))
-    if isinstance(error, (ValueError, UsageError, flags.Error)):  # InputError is a ValueError
+    if isinstance(error, (InputError, UsageError, flags.Error)):
         return EXIT_BAD_INPUT, _one_line(str(error))
     if isinstance(error, ModuleNotFoundError):
         return EXIT_BAD_INPUT, f"{error}: install it (pip install {error.name}) to use this option."
@@ -192,8 +197,8 @@ def classify(error):
 
 
 def _classify_os_error(error):
-    if error.errno is None:  # raised by our code with its whole message: "No labels file ...: pass ..."
-        return EXIT_BAD_INPUT, _one_line(str(error))
+    if error.errno is None:  # not from the OS (ours are InputErrors, caught above): a bug
+        return _internal(error)
     fix = _OS_ERROR_FIXES.get(error.errno)
     if fix is None:
         return _internal(error)
@@ -232,7 +237,7 @@ def _python_error_in(message):
     if name == InputError.__name__:
         return InputError(text)
     kind = getattr(builtins, name, None)
-    if not (isinstance(kind, type) and issubclass(kind, (ValueError, OSError))):
+    if not (isinstance(kind, type) and issubclass(kind, OSError)):
         return None
     os_error = re.match(r"\[Errno (\d+)\] (.*?): '(.*)'$", text)
     if os_error:

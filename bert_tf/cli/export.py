@@ -18,6 +18,7 @@ import os
 from absl import flags
 
 from bert_tf.cli import app
+from bert_tf.errors import InputError, InputFileNotFoundError
 
 FLAGS = flags.FLAGS
 
@@ -38,11 +39,11 @@ flags.DEFINE_integer("version", 1, "Version folder number (TF Serving serves the
 def read_labels(labels_file, num_classes):
     """The label names of a classifier with `num_classes` classes, one per line of `labels_file`."""
     if not os.path.exists(labels_file):
-        raise FileNotFoundError(f"No labels file {labels_file}: pass --labels_file (label names, one per line).")
+        raise InputFileNotFoundError(f"No labels file {labels_file}: pass --labels_file (label names, one per line).")
     with open(labels_file, encoding="utf-8") as f:
         labels = [line.rstrip("\n") for line in f if line.strip()]
     if len(labels) != num_classes:
-        raise ValueError(f"{labels_file} lists {len(labels)} labels but the model has {num_classes} classes: "
+        raise InputError(f"{labels_file} lists {len(labels)} labels but the model has {num_classes} classes: "
                          f"pass --labels_file with one name per class.")
     return labels
 
@@ -55,7 +56,7 @@ def export_keras_model(path, labels_file, output_dir, version):
     from bert_tf.serving import CLASSIFIER, SPAN_QA, TOKEN_CLASSIFIER, export_classifier, export_span_qa, version_dir
 
     if not os.path.exists(path):
-        raise FileNotFoundError(f"--keras_model {path} does not exist: pass the .keras file bert-finetune wrote.")
+        raise InputFileNotFoundError(f"--keras_model {path} does not exist: pass the .keras file bert-finetune wrote.")
     model = keras.models.load_model(path)
     if isinstance(model, BertSpanQA):
         return {SPAN_QA: export_span_qa(model, version_dir(output_dir, SPAN_QA, version))}
@@ -64,7 +65,7 @@ def export_keras_model(path, labels_file, output_dir, version):
     elif isinstance(model, BertTokenClassifier):
         name = TOKEN_CLASSIFIER
     else:
-        raise ValueError(f"{path} holds a {type(model).__name__}: pass a BertClassifier, BertTokenClassifier or "
+        raise InputError(f"{path} holds a {type(model).__name__}: pass a BertClassifier, BertTokenClassifier or "
                          f"BertSpanQA saved as .keras.")
     labels = read_labels(labels_file or os.path.join(os.path.dirname(path), "labels.txt"), model.num_classes)
     return {name: export_classifier(model, version_dir(output_dir, name, version), labels)}

@@ -23,6 +23,7 @@ from absl import flags, logging
 
 from bert_tf.cli import app
 from bert_tf.config_schema import parse_assignments
+from bert_tf.errors import InputFileNotFoundError
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
 
 FLAGS = flags.FLAGS
@@ -94,7 +95,7 @@ def load_encoder(recipe):
         do_lower_case = True if do_lower_case is None else do_lower_case
     vocab_file = recipe.vocab_file or vocab_file
     if vocab_file is None:
-        raise FileNotFoundError(f"{recipe.init_checkpoint} holds no vocab.txt: pass --vocab_file.")
+        raise InputFileNotFoundError(f"{recipe.init_checkpoint} holds no vocab.txt: pass --vocab_file.")
     return encoder, vocab_file, do_lower_case
 
 

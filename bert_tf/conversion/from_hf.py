@@ -16,7 +16,7 @@ from safetensors import safe_open
 
 from bert_tf.config import BertConfig
 from bert_tf.conversion import hf_names, rename_table
-from bert_tf.errors import InputError
+from bert_tf.errors import InputError, InputFileNotFoundError
 from bert_tf.modeling.pretrainer import BertPretrainer
 
 WEIGHTS = "model.safetensors"
@@ -31,22 +31,23 @@ def read_hf_config(path):
         with open(path, encoding="utf-8") as f:
             values = json.load(f)
     except OSError as e:
-        raise FileNotFoundError(f"Cannot read {path} ({e.strerror}): an HF model directory has a config.json.") from e
+        raise InputFileNotFoundError(
+            f"Cannot read {path} ({e.strerror}): an HF model directory has a config.json.") from e
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid JSON ({e}).") from e
+        raise InputError(f"{path} is not valid JSON ({e}).") from e
     model_type = values.get("model_type")
     if model_type != "bert":
-        raise ValueError(f"{path} has model_type={model_type!r}: bert-convert --from hf reads BERT models only "
+        raise InputError(f"{path} has model_type={model_type!r}: bert-convert --from hf reads BERT models only "
                          "(model_type 'bert').")
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
-        raise ValueError(f"{path} has position_embedding_type={position_type!r}: only 'absolute' (learned "
+        raise InputError(f"{path} has position_embedding_type={position_type!r}: only 'absolute' (learned "
                          "positions, as in the original) converts.")
     if values.get("is_decoder") or values.get("add_cross_attention"):
-        raise ValueError(f"{path} describes a BERT decoder (is_decoder/add_cross_attention): only encoders convert.")
+        raise InputError(f"{path} describes a BERT decoder (is_decoder/add_cross_attention): only encoders convert.")
     act = values.get("hidden_act", "gelu")
     if act not in hf_names.ACTIVATIONS:
-        raise ValueError(f"{path} has hidden_act={act!r}, which has no BertConfig equivalent: supported are "
+        raise InputError(f"{path} has hidden_act={act!r}, which has no BertConfig equivalent: supported are "
                          f"{', '.join(hf_names.ACTIVATIONS)}.")
     fields = {k: values[k] for k in hf_names.CONFIG_FIELDS if k in values}
     return BertConfig(hidden_act=hf_names.ACTIVATIONS[act], **fields)
@@ -77,10 +78,10 @@ def weight_files(input_dir):
         return [single]
     pickled = [name for name in PICKLED if os.path.exists(os.path.join(input_dir, name))]
     if pickled:
-        raise ValueError(f"{input_dir} has {pickled[0]}, a pickled PyTorch file, which bert-convert never loads "
+        raise InputError(f"{input_dir} has {pickled[0]}, a pickled PyTorch file, which bert-convert never loads "
                          "(unpickling runs code from the file): save the model as safetensors first "
                          "(`model.save_pretrained(dir, safe_serialization=True)`).")
-    raise FileNotFoundError(f"No {WEIGHTS} in {input_dir}: pass an HF BERT directory with safetensors weights.")
+    raise InputFileNotFoundError(f"No {WEIGHTS} in {input_dir}: pass an HF BERT directory with safetensors weights.")
 
 
 def canonical_name(name):
@@ -110,7 +111,7 @@ def convert_hf(input_dir, output_dir, allow_vocab_mismatch=False):
         encoder = bert_tf.load_encoder("converted/minilm")
     """
     if not os.path.isdir(input_dir):
-        raise FileNotFoundError(f"--input {input_dir} is not a directory: pass an HF BERT model directory.")
+        raise InputFileNotFoundError(f"--input {input_dir} is not a directory: pass an HF BERT model directory.")
     config_file = os.path.join(input_dir, "config.json")
     config = read_hf_config(config_file)
     files = weight_files(input_dir)
@@ -122,7 +123,7 @@ def convert_hf(input_dir, output_dir, allow_vocab_mismatch=False):
             for name in handle.keys():
                 key = canonical_name(name)
                 if key in location:
-                    raise ValueError(f"{path}: {name} and another weight both map to {key}: the file mixes layouts.")
+                    raise InputError(f"{path}: {name} and another weight both map to {key}: the file mixes layouts.")
                 location[key] = (handle, name)
 
         def read(key):
@@ -137,7 +138,7 @@ def convert_hf(input_dir, output_dir, allow_vocab_mismatch=False):
             if target not in location:  # Only the tied copy was saved: it is the value.
                 location[target] = location[tied]
             elif not np.array_equal(read(tied), read(target)):
-                raise ValueError(f"{input_dir}: {tied} differs from {target}; an untied masked-LM decoder has no "
+                raise InputError(f"{input_dir}: {tied} differs from {target}; an untied masked-LM decoder has no "
                                  "place in BERT's tied head.")
         names = [key for key in location if key not in ignored]
         model = BertPretrainer(config)

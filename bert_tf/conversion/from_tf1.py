@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.conversion import rename_table, tf1_names
+from bert_tf.errors import InputFileNotFoundError
 from bert_tf.modeling.pretrainer import BertPretrainer
 
 RELEASED_PREFIX = "bert_model.ckpt"
@@ -23,8 +24,8 @@ def checkpoint_prefix(input_dir):
         return released
     latest = tf.train.latest_checkpoint(input_dir)
     if latest is None:
-        raise FileNotFoundError(f"No TF1 checkpoint in {input_dir}: expected {RELEASED_PREFIX}.index and "
-                                f"{RELEASED_PREFIX}.data-* (a released BERT directory) or a `checkpoint` file.")
+        raise InputFileNotFoundError(f"No TF1 checkpoint in {input_dir}: expected {RELEASED_PREFIX}.index and "
+                                     f"{RELEASED_PREFIX}.data-* (a released BERT directory) or a `checkpoint` file.")
     return latest
 
 
@@ -47,10 +48,10 @@ def convert_tf1(input_dir, output_dir, allow_vocab_mismatch=False):
         model = bert_tf.load_pretrainer("converted/bert_base_uncased")
     """
     if not tf.io.gfile.isdir(input_dir):
-        raise FileNotFoundError(f"--input {input_dir} is not a directory: pass a released TF1 BERT directory.")
+        raise InputFileNotFoundError(f"--input {input_dir} is not a directory: pass a released TF1 BERT directory.")
     config_file = os.path.join(input_dir, "bert_config.json")
     if not tf.io.gfile.exists(config_file):
-        raise FileNotFoundError(f"No bert_config.json in {input_dir}: a TF1 checkpoint needs its original config.")
+        raise InputFileNotFoundError(f"No bert_config.json in {input_dir}: a TF1 checkpoint needs its original config.")
     rename_table.check_output_dir(output_dir)
     config = BertConfig.from_json_file(config_file)
     prefix = checkpoint_prefix(input_dir)

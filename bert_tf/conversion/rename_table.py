@@ -10,7 +10,7 @@ from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.config import BertConfig
-from bert_tf.errors import InputError
+from bert_tf.errors import InputError, OutputExistsError
 from bert_tf.text.vocabulary import Vocabulary
 
 
@@ -74,11 +74,11 @@ def load_weights(model, names, read, table, source, optional=()):
     layers = model.config.num_hidden_layers
     unknown = sorted(set(names) - set(table))
     if unknown:
-        raise ValueError(f"{source} holds {_some(unknown)}, which no variable of a {layers}-layer BERT takes: pass "
+        raise InputError(f"{source} holds {_some(unknown)}, which no variable of a {layers}-layer BERT takes: pass "
                          "a BERT checkpoint together with its own config.")
     missing = sorted(set(table) - set(names) - set(optional))
     if missing:
-        raise ValueError(f"{source} lacks {_some(missing)}, which a {layers}-layer BERT needs: pass a complete BERT "
+        raise InputError(f"{source} lacks {_some(missing)}, which a {layers}-layer BERT needs: pass a complete BERT "
                          "checkpoint together with its own config.")
     variables = {v.path: v for v in model.weights}
     targets = {path for path, _ in table.values()}
@@ -94,7 +94,7 @@ def load_weights(model, names, read, table, source, optional=()):
         value = value.T if transpose else value
         variable = variables[path]
         if value.shape != tuple(variable.shape):
-            raise ValueError(
+            raise InputError(
                 f"{source}: {name} has shape {value.shape}{' once transposed' if transpose else ''}, but {path} has "
                 f"shape {tuple(variable.shape)} under the config: pass the config that belongs to this checkpoint.")
         variable.assign(value.astype(variable.dtype))
@@ -104,7 +104,7 @@ def load_weights(model, names, read, table, source, optional=()):
 def check_output_dir(output_dir):
     """A conversion never writes over an existing checkpoint (e.g. a pre-training run's)."""
     if tf.io.gfile.exists(os.path.join(output_dir, "checkpoint")):
-        raise FileExistsError(f"{output_dir} already holds a checkpoint: pass a new --output directory.")
+        raise OutputExistsError(f"{output_dir} already holds a checkpoint: pass a new --output directory.")
 
 
 def write(output_dir, model, vocab_file, config_source, heads=True, allow_vocab_mismatch=False):

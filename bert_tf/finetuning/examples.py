@@ -5,6 +5,8 @@ import csv
 import dataclasses
 import os
 
+from bert_tf.errors import InputError, InputFileNotFoundError
+
 
 @dataclasses.dataclass
 class LabelledTexts:
@@ -35,11 +37,11 @@ def read_table(path, text_column, label_column, text_b_column=None):
     (67349, 'hide new secretions from the parental units ', '0')
     """
     if not os.path.exists(path):
-        raise FileNotFoundError(f"Data file {path} does not exist.")
+        raise InputFileNotFoundError(f"Data file {path} does not exist.")
     try:
         return _read_table(path, text_column, label_column, text_b_column)
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text ({e.reason}): save it as UTF-8.") from None
+        raise InputError(f"{path} is not UTF-8 text ({e.reason}): save it as UTF-8.") from None
 
 
 def _read_table(path, text_column, label_column, text_b_column):
@@ -48,11 +50,11 @@ def _read_table(path, text_column, label_column, text_b_column):
         rows = csv.reader(f) if is_csv else csv.reader(f, delimiter="\t", quotechar=None)
         header = next(rows, None)
         if header is None:
-            raise ValueError(f"{path} is empty: expected a header row naming the columns, then one example a row.")
+            raise InputError(f"{path} is empty: expected a header row naming the columns, then one example a row.")
         wanted = [c for c in (text_column, text_b_column, label_column) if c]
         missing = [c for c in wanted if c not in header]
         if missing:
-            raise ValueError(f"{path} has no column(s) {missing}: its header is {header}; pass --text_column, "
+            raise InputError(f"{path} has no column(s) {missing}: its header is {header}; pass --text_column, "
                              f"--text_b_column and --label_column with names from it.")
         index = {c: header.index(c) for c in wanted}
         texts_a, texts_b, labels = [], [], []
@@ -60,14 +62,14 @@ def _read_table(path, text_column, label_column, text_b_column):
             if not row:
                 continue
             if len(row) != len(header):
-                raise ValueError(f"{path} line {line} has {len(row)} fields, the header {len(header)}: "
+                raise InputError(f"{path} line {line} has {len(row)} fields, the header {len(header)}: "
                                  f"{'quote fields holding commas' if is_csv else 'remove tabs inside fields'}.")
             texts_a.append(row[index[text_column]])
             if text_b_column:
                 texts_b.append(row[index[text_b_column]])
             labels.append(row[index[label_column]])
     if not labels:
-        raise ValueError(f"{path} holds a header but no examples.")
+        raise InputError(f"{path} holds a header but no examples.")
     return LabelledTexts(texts_a, texts_b if text_b_column else None, labels)
 
 
@@ -85,16 +87,16 @@ def read_tfds(name, data_dir, split, text_column, label_column, text_b_column=No
     try:
         builder = tfds.builder(name, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError:
-        raise FileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r} (nothing downloads "
-                                f"here): prepare it there first.") from None
+        raise InputFileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r} (nothing "
+                                     f"downloads here): prepare it there first.") from None
     if not builder.is_prepared():
-        raise FileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r}.")
+        raise InputFileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r}.")
     features = builder.info.features
     missing = [c for c in (text_column, text_b_column, label_column) if c and c not in features]
     if missing:
-        raise ValueError(f"TFDS dataset {name!r} has no feature(s) {missing}: its features are {sorted(features)}.")
+        raise InputError(f"TFDS dataset {name!r} has no feature(s) {missing}: its features are {sorted(features)}.")
     if split not in builder.info.splits:
-        raise ValueError(f"TFDS dataset {name!r} has no split {split!r}: it has {sorted(builder.info.splits)}.")
+        raise InputError(f"TFDS dataset {name!r} has no split {split!r}: it has {sorted(builder.info.splits)}.")
     label_feature = features[label_column]
     names = getattr(label_feature, "names", None)
     texts_a, texts_b, labels = [], [], []

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from bert_tf.errors import InputError
 from bert_tf.text.packing import pack_spans, pair_keep_lengths
 
 
@@ -34,7 +35,7 @@ def encode_texts(tokenizer, texts_a, texts_b, max_seq_length):
     """
     specials = 3 if texts_b is not None else 2
     if max_seq_length <= specials:
-        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for text after [CLS] and [SEP]s.")
+        raise InputError(f"max_seq_length={max_seq_length} leaves no room for text after [CLS] and [SEP]s.")
     vocab = tokenizer.vocabulary.require(("[CLS]", "[SEP]"), "packing texts for the encoder")
     ids_a, splits_a = tokenizer.tokenize_to_ids(texts_a)
     a_start, len_a = splits_a[:-1], np.diff(splits_a)

@@ -105,7 +105,7 @@ def label_ids(labels, label_names, source):
     index = {name: i for i, name in enumerate(label_names)}
     unknown = sorted(set(labels) - set(index))
     if unknown:
-        raise ValueError(f"{source} has label(s) {unknown[:5]} that the training data lacks (labels: {label_names}).")
+        raise InputError(f"{source} has label(s) {unknown[:5]} that the training data lacks (labels: {label_names}).")
     return np.array([index[label] for label in labels], np.int32)
 
 
@@ -135,13 +135,13 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
     from bert_tf.serving import CLASSIFIER, PREPROCESSING, export_classifier, export_preprocessing, version_dir
 
     if max_seq_length > encoder.config.max_position_embeddings:
-        raise ValueError(f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
+        raise InputError(f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
                          f"{encoder.config.max_position_embeddings}.")
     if (train.texts_b is None) != (dev.texts_b is None):
-        raise ValueError("Train and dev data must both have a second text segment, or neither.")
+        raise InputError("Train and dev data must both have a second text segment, or neither.")
     label_names = sorted(set(train.labels))
     if len(label_names) < 2:
-        raise ValueError(f"The training data has only the label(s) {label_names}: a classifier needs two or more.")
+        raise InputError(f"The training data has only the label(s) {label_names}: a classifier needs two or more.")
     check_output_dir(output_dir)
     os.makedirs(output_dir, exist_ok=True)
     train_y = label_ids(train.labels, label_names, "the training data")

@@ -13,6 +13,7 @@ import random
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.errors import InputError
 from bert_tf.inputs import row_packing
 from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.checked_reading import checked_records, expected_record_bytes, join_message
@@ -83,7 +84,7 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
     for arg, value in (("max_seq_length", max_seq_length), ("max_predictions_per_seq", max_predictions_per_seq),
                        ("batch_size", batch_size), ("shuffle_buffer", shuffle_buffer)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{arg}={value!r} must be a positive integer.")
+            raise InputError(f"{arg}={value!r} must be a positive integer.")
     files = expand_file_patterns(input_patterns)
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
         compressions = list(pool.map(lambda f: detect_compression(f, compression), files))

@@ -20,6 +20,7 @@ Its command is `python -m bert_tf.cli.create_pretraining_data_beam` (the flags o
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from bert_tf.errors import InputError
 from bert_tf.instances.pipeline import DEFAULT_SHARD_SIZE_MB, shard_documents
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.text.corpus import INPUT_FORMATS, CorpusCounts, read_sentence_documents, read_text_documents
@@ -84,7 +85,7 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
     ...     build_pipeline(pipeline, "corpus/*.txt", "out/train", "vocab.txt", InstanceOptions(dupe_factor=5))
     """
     if input_format not in INPUT_FORMATS:
-        raise ValueError(f"input_format={input_format!r} is unknown: the Beam pipeline reads {INPUT_FORMATS}.")
+        raise InputError(f"input_format={input_format!r} is unknown: the Beam pipeline reads {INPUT_FORMATS}.")
     files = expand_file_patterns(input_file)
     types = beam.io.filesystem.CompressionTypes
     compression = types.GZIP if gzip else types.UNCOMPRESSED

@@ -27,6 +27,8 @@ import dataclasses
 
 import numpy as np
 
+from bert_tf.errors import InputError
+
 
 def num_to_predict(seq_length, masked_lm_prob, max_predictions_per_seq):
     """How many positions the original masks in a sequence of `seq_length` tokens (specials included).
@@ -66,13 +68,13 @@ class MaskingRules:
 
     def __post_init__(self):
         if not 0.0 < self.masked_lm_prob <= 1.0:
-            raise ValueError(f"masked_lm_prob={self.masked_lm_prob} must lie in (0, 1]; the original uses 0.15.")
+            raise InputError(f"masked_lm_prob={self.masked_lm_prob} must lie in (0, 1]; the original uses 0.15.")
         if isinstance(self.max_predictions_per_seq, bool) or \
                 not isinstance(self.max_predictions_per_seq, (int, np.integer)) or self.max_predictions_per_seq < 1:
-            raise ValueError(f"max_predictions_per_seq={self.max_predictions_per_seq!r} must be a positive integer; "
+            raise InputError(f"max_predictions_per_seq={self.max_predictions_per_seq!r} must be a positive integer; "
                              f"the original uses 20 at max_seq_length 128.")
         if not (0.0 <= self.mask_rate and 0.0 <= self.random_rate and self.mask_rate + self.random_rate <= 1.0):
-            raise ValueError(f"mask_rate={self.mask_rate} and random_rate={self.random_rate} must be shares that add "
+            raise InputError(f"mask_rate={self.mask_rate} and random_rate={self.random_rate} must be shares that add "
                              f"up to at most 1 (the rest keeps its token); the original uses 0.8 and 0.1.")
 
     @property

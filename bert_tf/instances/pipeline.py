@@ -133,10 +133,10 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
     >>> print("\\n".join(summary.summary_lines()))  # doctest: +SKIP
     """
     if shard_size_mb <= 0:
-        raise ValueError(f"shard_size_mb={shard_size_mb} must be positive (0.5 is a good size).")
+        raise InputError(f"shard_size_mb={shard_size_mb} must be positive (0.5 is a good size).")
     num_workers = os.cpu_count() if num_workers is None else num_workers
     if num_workers < 0:
-        raise ValueError(f"num_workers={num_workers} must be >= 0 (0 builds instances in the main process).")
+        raise InputError(f"num_workers={num_workers} must be >= 0 (0 builds instances in the main process).")
     counts = counts if counts is not None else CorpusCounts()
     vocab = tokenizer.vocabulary.require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
     statistics = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)

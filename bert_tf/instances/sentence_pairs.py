@@ -27,6 +27,7 @@ and their truncation are spans too, and the tokens are gathered later, all insta
 import dataclasses
 from typing import NamedTuple
 
+from bert_tf.errors import InputError
 from bert_tf.text.packing import pair_keep_lengths
 
 
@@ -60,17 +61,17 @@ class SentencePairRules:
 
     def __post_init__(self):
         if self.max_seq_length < 5:
-            raise ValueError(f"max_seq_length={self.max_seq_length} is too short: an instance needs [CLS], [SEP], "
+            raise InputError(f"max_seq_length={self.max_seq_length} is too short: an instance needs [CLS], [SEP], "
                              f"[SEP] and at least one token in each segment; use 128 or 512 as the original.")
         for name in ("short_seq_prob", "random_next_prob", "front_cut_prob"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1]; the original uses "
+                raise InputError(f"{name}={getattr(self, name)} must lie in [0, 1]; the original uses "
                                  f"{getattr(SentencePairRules, name)}.")
         if not 1 <= self.min_target_length <= self.max_num_tokens:
-            raise ValueError(f"min_target_length={self.min_target_length} must lie in [1, max_num_tokens="
+            raise InputError(f"min_target_length={self.min_target_length} must lie in [1, max_num_tokens="
                              f"{self.max_num_tokens}]; the original uses 2.")
         if self.random_document_tries < 1:
-            raise ValueError(f"random_document_tries={self.random_document_tries} must be at least 1; the original "
+            raise InputError(f"random_document_tries={self.random_document_tries} must be at least 1; the original "
                              f"uses 10.")
 
     @property

@@ -11,6 +11,8 @@ import re
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError
+
 # Bytes of framing around each record in a TFRecord file: uint64 length, its crc32c, the data's crc32c.
 _RECORD_FRAMING_BYTES = 16
 # Records counted at once by the truncation check.
@@ -90,7 +92,7 @@ def first_record(path, compression):
         for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
             return record.numpy()
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-        raise ValueError(f"TFRecord file {path} cannot be read ({read_error_text(error)}): check that it is a "
+        raise InputError(f"TFRecord file {path} cannot be read ({read_error_text(error)}): check that it is a "
                          f"TFRecord file (compression={compression!r}) and recreate it if it is corrupt."
                          ) from None
     return None

@@ -2,6 +2,8 @@
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError
+
 COMPRESSIONS = ("auto", "", "GZIP", "ZLIB")
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -16,7 +18,7 @@ def detect_compression(path, compression="auto"):
     ''
     """
     if compression not in COMPRESSIONS:
-        raise ValueError(f"compression={compression!r} is unknown: use one of {COMPRESSIONS} "
+        raise InputError(f"compression={compression!r} is unknown: use one of {COMPRESSIONS} "
                          f"('auto' recognises gzip; ZLIB files must be named).")
     if compression != "auto":
         return compression

@@ -7,6 +7,8 @@
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError
+
 V1_TO_MODEL_NAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids",
                      # packed rows (records/packed_rows.py)
                      "position_ids": "input_position_ids", "instance_ids": "input_instance_ids"}
@@ -22,13 +24,14 @@ V1_FEATURES = (
     ("masked_lm_weights", tf.float32, "pred"),
     ("next_sentence_labels", tf.int64, "one"),
 )
+
 NAME_VERSIONS = ("v1", "v2")
 
 
 def record_name(v1_name, names="v1"):
     """The name a feature has in records of the given naming version."""
     if names not in NAME_VERSIONS:
-        raise ValueError(f"names={names!r} is unknown: use one of {NAME_VERSIONS}.")
+        raise InputError(f"names={names!r} is unknown: use one of {NAME_VERSIONS}.")
     return V1_TO_MODEL_NAMES.get(v1_name, v1_name) if names == "v2" else v1_name
 
 

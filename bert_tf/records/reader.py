@@ -8,6 +8,7 @@ the first record unless given.
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.errors import InputError
 from bert_tf.records.checked_reading import read_error_text
 from bert_tf.records.compression import detect_compression
 from bert_tf.records.schema import read_schema
@@ -43,7 +44,7 @@ def read_records(paths, schema=None, batch_size=1024, max_records=None):
                 if max_records is not None and seen >= max_records:
                     return
         except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
-            raise ValueError(f"TFRecord file {path} holds a corrupt or foreign record "
+            raise InputError(f"TFRecord file {path} holds a corrupt or foreign record "
                              f"({read_error_text(error)}): recreate it or leave it out of the "
                              f"input files.") from None
 

@@ -122,15 +122,15 @@ class RecordSchema:
 def schema_of_record(serialized, path="the records", names="auto"):
     """The schema of one serialized record."""
     if names not in NAMES:
-        raise ValueError(f"names={names!r} is unknown: use 'auto', 'v1' (input_ids, segment_ids) or 'v2' "
+        raise InputError(f"names={names!r} is unknown: use 'auto', 'v1' (input_ids, segment_ids) or 'v2' "
                          f"(input_word_ids, input_type_ids).")
     feature_map = tf.train.Example.FromString(serialized).features.feature
     found = "v1" if "input_ids" in feature_map else "v2" if "input_word_ids" in feature_map else None
     if found is None:
-        raise ValueError(f"The first record of {path} has neither input_ids (v1) nor input_word_ids (v2), only "
+        raise InputError(f"The first record of {path} has neither input_ids (v1) nor input_word_ids (v2), only "
                          f"{sorted(feature_map)}: these are not BERT pre-training records.")
     if names != "auto" and names != found:
-        raise ValueError(f"names={names!r} was asked but the records of {path} use the {found} names: pass "
+        raise InputError(f"names={names!r} was asked but the records of {path} use the {found} names: pass "
                          f"names='auto' or names={found!r}.")
     lengths = []
     packed = FORMAT_FEATURE in feature_map
@@ -154,5 +154,5 @@ def read_schema(files, compressions=None, names="auto"):
         raw = first_record(path, compressions[i] if compressions else detect_compression(path))
         if raw is not None:
             return schema_of_record(raw, path, names)
-    raise ValueError(f"The input files hold no record ({len(files)} file(s), first {files[0]}): check that "
+    raise InputError(f"The input files hold no record ({len(files)} file(s), first {files[0]}): check that "
                      f"bert-create-pretraining-data wrote them completely.")

@@ -29,13 +29,13 @@ def expand_output_files(output_file):
     if match:
         count = int(match["count"])
         if count < 1:
-            raise ValueError(f"output_file={output_file!r} asks for {count} files: use PATH@N with N >= 1.")
+            raise InputError(f"output_file={output_file!r} asks for {count} files: use PATH@N with N >= 1.")
         return [f"{match['path']}-{i:05d}-of-{count:05d}" for i in range(count)]
     files = [p.strip() for p in output_file.split(",") if p.strip()]
     if not files:
-        raise ValueError(f"output_file={output_file!r} names no file: pass paths separated by commas or PATH@N.")
+        raise InputError(f"output_file={output_file!r} names no file: pass paths separated by commas or PATH@N.")
     if len(set(files)) != len(files):
-        raise ValueError(f"output_file={output_file!r} names a file twice: each output path must be distinct.")
+        raise InputError(f"output_file={output_file!r} names a file twice: each output path must be distinct.")
     return files
 
 

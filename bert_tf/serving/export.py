@@ -8,7 +8,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.atomic_output import check_output_directory, directory_written_atomically
-from bert_tf.errors import InputError
+from bert_tf.errors import InputError, InputFileNotFoundError, OutputExistsError
 from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
 from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
@@ -29,8 +29,8 @@ def check_free(export_dir):
     """Refuses to overwrite an exported version (TF Serving may be serving it), and a path inside a file or node."""
     check_output_directory(export_dir)
     if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
-        raise FileExistsError(f"{export_dir} already holds a SavedModel: TF Serving treats a version as immutable, "
-                              f"so export to a new version number or remove the folder first.")
+        raise OutputExistsError(f"{export_dir} already holds a SavedModel: TF Serving treats a version as immutable, "
+                                f"so export to a new version number or remove the folder first.")
 
 
 def _save(module, export_dir):
@@ -126,13 +126,13 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
         check_free(version_dir(output_dir, name, version))
     vocab_file = vocab_file or vocab_path(model_dir)
     if vocab_file is None:
-        raise FileNotFoundError(f"{model_dir} holds no vocab.txt: pass --vocab_file, the vocab the model was "
-                                f"trained with.")
+        raise InputFileNotFoundError(f"{model_dir} holds no vocab.txt: pass --vocab_file, the vocab the model was "
+                                     f"trained with.")
     check_case(vocab_file, do_lower_case)
     config = read_config(model_dir)
     vocab = Vocabulary.from_file(vocab_file)
     if vocab.size != config.vocab_size:
-        raise ValueError(f"vocab_file {vocab_file} has {vocab.size} tokens but the model's "
+        raise InputError(f"vocab_file {vocab_file} has {vocab.size} tokens but the model's "
                          f"vocab_size is {config.vocab_size}: pass the vocab the model was trained with.")
     vocab.require(SPECIAL_TOKENS, "the preprocessing model", pad_first=True)
     # Everything the three models need is checked before the first is written.

@@ -9,6 +9,7 @@ docs/serving.md states what each entry point accepts.
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError
 from bert_tf.modeling.encoder import ENCODER_INPUTS
 
 POSITIONS = "masked_lm_positions"
@@ -22,7 +23,7 @@ def id_specs(names=ENCODER_INPUTS):
 def check_seq_length(seq_length, max_seq_length):
     """Refuses a packing length that cannot hold [CLS] A [SEP] or that the model has no positions for."""
     if not 3 <= seq_length <= max_seq_length:
-        raise ValueError(f"seq_length={seq_length} must lie in [3, max_position_embeddings={max_seq_length}]: pass "
+        raise InputError(f"seq_length={seq_length} must lie in [3, max_position_embeddings={max_seq_length}]: pass "
                          f"--max_seq_length within it.")
 
 

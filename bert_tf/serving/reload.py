@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
+from bert_tf.errors import InputError, InputFileNotFoundError
 from bert_tf.modeling.encoder import BertEncoder
 
 
@@ -13,8 +14,8 @@ def saved_model_asset(export_dir, name):
     """Path of an asset of an exported SavedModel; a clear error when it lacks it."""
     path = os.path.join(export_dir, "assets", name)
     if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"{export_dir} has no assets/{name}: pass an encoder SavedModel written by "
-                                f"bert-export (its encoder/<version> folder).")
+        raise InputFileNotFoundError(f"{export_dir} has no assets/{name}: pass an encoder SavedModel written by "
+                                     f"bert-export (its encoder/<version> folder).")
     return path
 
 
@@ -37,7 +38,7 @@ def load_encoder_from_saved_model(export_dir):
             continue
         source = saved.get(variable.path)
         if source is None or tuple(source.shape) != tuple(variable.shape):
-            raise ValueError(f"{export_dir} has no variable {variable.path} of shape {tuple(variable.shape)}: pass "
+            raise InputError(f"{export_dir} has no variable {variable.path} of shape {tuple(variable.shape)}: pass "
                              f"an encoder SavedModel written by bert-export for this config.")
         variable.assign(source)
     return encoder, vocab_file, bool(loaded.do_lower_case.numpy())

@@ -15,6 +15,7 @@ import os
 import re
 
 from bert_tf.atomic_output import AtomicFile, make_directories
+from bert_tf.errors import InputError
 from bert_tf.text.corpus import CorpusCounts, decode
 from bert_tf.text.sentences import split_sentences
 
@@ -75,7 +76,7 @@ def write_bible_split(directory, held_out_every=10, path=None):
     {'train': 1070, 'heldout': 119}
     """
     if held_out_every < 2:
-        raise ValueError(f"held_out_every={held_out_every} must be >= 2 (every k-th chapter is held out).")
+        raise InputError(f"held_out_every={held_out_every} must be >= 2 (every k-th chapter is held out).")
     make_directories(directory)
     files = {name: os.path.join(directory, f"{name}.txt") for name in ("train", "heldout")}
     chapters = {"train": 0, "heldout": 0}

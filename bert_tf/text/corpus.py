@@ -114,7 +114,7 @@ INPUT_FORMATS = ("sentences", "text")
 def read_documents(input_file, input_format, counts):
     """Documents of `--input_file` (comma-separated globs) in the given format."""
     if input_format not in INPUT_FORMATS:
-        raise ValueError(f"input_format={input_format!r} is unknown: use one of {INPUT_FORMATS} for files.")
+        raise InputError(f"input_format={input_format!r} is unknown: use one of {INPUT_FORMATS} for files.")
     files = expand_file_patterns(input_file)
     reader = read_sentence_documents if input_format == "sentences" else read_text_documents
     return reader(files, counts)

@@ -10,6 +10,8 @@ import os
 
 import tensorflow as tf
 
+from bert_tf.errors import InputError, InputFileNotFoundError
+
 
 def expand_file_patterns(patterns, flag="input_file"):
     """The files a pattern, a comma-separated string of patterns, or a list of them name.
@@ -22,13 +24,13 @@ def expand_file_patterns(patterns, flag="input_file"):
         patterns = [patterns]
     split = [p.strip() for item in patterns for p in os.fspath(item).split(",") if p.strip()]
     if not split:
-        raise ValueError(f"{flag}={patterns!r} names no file: pass a path, a glob or a comma-separated list of them.")
+        raise InputError(f"{flag}={patterns!r} names no file: pass a path, a glob or a comma-separated list of them.")
     files = {}  # an ordered set
     for pattern in split:
         matched = sorted(tf.io.gfile.glob(pattern))
         if not matched:
-            raise FileNotFoundError(f"{flag} pattern {pattern!r} matches no file: check the path (globs are expanded "
-                                    f"here, so quote them in the shell).")
+            raise InputFileNotFoundError(f"{flag} pattern {pattern!r} matches no file: check the path (globs are "
+                                         f"expanded here, so quote them in the shell).")
         if matched == [pattern] and tf.io.gfile.isdir(pattern):  # a plain path; globs are left unchecked (cost)
             raise IsADirectoryError(errno.EISDIR, "Is a directory", pattern)
         files.update(dict.fromkeys(matched))

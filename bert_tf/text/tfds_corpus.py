@@ -7,6 +7,7 @@ importable (e.g. `wikipedia/20230601.en`, prepared elsewhere and copied over).
 
 import tensorflow_datasets as tfds
 
+from bert_tf.errors import InputFileNotFoundError
 from bert_tf.text.corpus import decode
 from bert_tf.text.sentences import split_sentences
 
@@ -22,11 +23,12 @@ def read_tfds_documents(name, data_dir, counts, split="train", text_key="text"):
     try:
         builder = tfds.builder(name, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError as e:
-        raise FileNotFoundError(f"TFDS dataset {name!r} is neither prepared in data_dir={data_dir!r} nor known by "
-                                f"code: prepare it there first (nothing downloads here). ({e})") from None
+        raise InputFileNotFoundError(f"TFDS dataset {name!r} is neither prepared in data_dir={data_dir!r} nor known by "
+                                     f"code: prepare it there first (nothing downloads here). ({e})") from None
     if not builder.is_prepared():
-        raise FileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r}: run its "
-                                f"download_and_prepare(), or point --tfds_data_dir at the directory that holds it.")
+        raise InputFileNotFoundError(f"TFDS dataset {name!r} is not prepared in data_dir={data_dir!r}: run its "
+                                     f"download_and_prepare(), or point --tfds_data_dir at the directory that holds "
+                                     f"it.")
     features = builder.info.features
     if text_key not in features:
         raise KeyError(f"TFDS dataset {name!r} has no feature {text_key!r}: its features are {sorted(features)}; "

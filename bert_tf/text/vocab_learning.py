@@ -40,7 +40,7 @@ def learn_vocab(sentences, vocab_size, do_lower_case=True, batch_size=1024):
     from bert_tf.text.normalization import normalize
 
     if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
+        raise InputError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
                          f"use a few thousand (the original English vocab has 30522).")
     normalized = (text for text in (normalize(s, do_lower_case) for s in sentences) if text.strip())
     first = next(normalized, None)

@@ -14,6 +14,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.errors import InputError, InputFileNotFoundError, InputIsADirectoryError
+
 # The tokens a pre-training vocab holds; bert-vocab writes them first, in this order.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # What each use of a vocab needs.
@@ -30,10 +32,11 @@ def read_vocab_file(vocab_file):
     """
     vocab_file = os.fspath(vocab_file)
     if not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"vocab_file {vocab_file!r} does not exist: pass a WordPiece vocab (one token per "
-                                f"line), e.g. the model's vocab.txt or one learned with bert-vocab.")
+        raise InputFileNotFoundError(f"vocab_file {vocab_file!r} does not exist: pass a WordPiece vocab (one token per "
+                                     f"line), e.g. the model's vocab.txt or one learned with bert-vocab.")
     if tf.io.gfile.isdir(vocab_file):
-        raise IsADirectoryError(f"vocab_file {vocab_file!r} is a directory: pass the vocab file in it (vocab.txt).")
+        raise InputIsADirectoryError(
+            f"vocab_file {vocab_file!r} is a directory: pass the vocab file in it (vocab.txt).")
     with tf.io.gfile.GFile(vocab_file, "rb") as f:
         lines = f.read().decode("utf-8", "ignore").split("\n")
     if lines and lines[-1] == "":
@@ -65,7 +68,7 @@ class Vocabulary:
         if len(self.token_to_id) != len(self.tokens):
             seen = set()
             twice = next(t for t in self.tokens if t in seen or seen.add(t))
-            raise ValueError(f"{self.source} lists the token {twice!r} twice: each token must appear on one line "
+            raise InputError(f"{self.source} lists the token {twice!r} twice: each token must appear on one line "
                              f"only.")
 
     def __reduce__(self):
@@ -117,10 +120,10 @@ class Vocabulary:
         ValueError that names what is missing, what needs it and how to fix it."""
         missing = [t for t in tokens if t not in self.token_to_id]
         if missing:
-            raise ValueError(f"{self.source} lacks the special token(s) {missing}: {purpose} needs "
+            raise InputError(f"{self.source} lacks the special token(s) {missing}: {purpose} needs "
                              f"{list(tokens)}. Add them at the top of the file, or learn a vocab with bert-vocab "
                              f"(it always adds {list(SPECIAL_TOKENS)}).")
         if pad_first and self.pad_id != 0:
-            raise ValueError(f"{self.source} has {self.tokens[0]!r} at id 0, not [PAD]: records pad with id 0, so "
+            raise InputError(f"{self.source} has {self.tokens[0]!r} at id 0, not [PAD]: records pad with id 0, so "
                              f"[PAD] must be the first line.")
         return self

@@ -255,10 +255,10 @@ def restore_model_weights(model, init_checkpoint, vocab_file=None):
     try:
         keys = {name for name, _ in tf.train.list_variables(path)}
     except (tf.errors.OpError, ValueError):
-        raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (TensorFlow cannot read it "
+        raise InputError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (TensorFlow cannot read it "
                          f"as one): pass a directory written by bert-convert or bert-pretrain.") from None
     if OBJECT_GRAPH_KEY not in keys or not any(k.startswith("model/") for k in keys):
-        raise ValueError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (no `model` object): "
+        raise InputError(f"--init_checkpoint={init_checkpoint} is not a bert_tf checkpoint (no `model` object): "
                          f"convert a released TF1 or HF checkpoint first with `bert-convert --from tf1|hf`.")
     is_dir = tf.io.gfile.isdir(init_checkpoint)
     rows = extended_rows(init_checkpoint, vocab_file) if is_dir else {}

@@ -74,7 +74,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
             loss += sums["nsp_loss"] / sums["examples"]
         batch_losses.append(loss)
     if not batch_losses:
-        raise ValueError("The evaluation input yielded no batch: it holds fewer records than eval_batch_size "
+        raise InputError("The evaluation input yielded no batch: it holds fewer records than eval_batch_size "
                          "(batches drop the remainder); use more held-out records or a smaller eval_batch_size.")
     totals = dict(zip(names, totals))
     results = {"masked_lm_accuracy": totals["mlm_correct"] / max(totals["mlm_weight"], 1e-5),
@@ -125,7 +125,7 @@ def unigram_baseline(train_files, eval_files):
                                minlength=len(counts))
         counts = weighted + np.pad(counts, (0, len(weighted) - len(counts)))
     if not counts.any():
-        raise ValueError(f"{train_files} hold no masked position: pass files written by "
+        raise InputError(f"{train_files} hold no masked position: pass files written by "
                          f"bert-create-pretraining-data.")
     token = int(np.argmax(counts))
     hits = weight = 0.0

@@ -16,6 +16,7 @@ import dataclasses
 import tensorflow as tf
 
 from bert_tf.compat.tensorflow_internals import Trackable, copy_iterator_to_cpu, iterator_state, restore_iterator_state
+from bert_tf.errors import InputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +57,7 @@ def group_by_host(replica_devices):
     hosts = tuple(InputHost(i, cpu, tuple(replicas)) for i, (cpu, replicas) in enumerate(replicas_of.items()))
     sizes = {len(host.replicas) for host in hosts}
     if len(sizes) > 1:
-        raise ValueError(f"The replicas are spread unevenly over hosts ({[len(h.replicas) for h in hosts]} on "
+        raise InputError(f"The replicas are spread unevenly over hosts ({[len(h.replicas) for h in hosts]} on "
                          f"{[h.device for h in hosts]}): each host reads an equal share of the batch, so give "
                          f"every host the same number of devices.")
     return hosts

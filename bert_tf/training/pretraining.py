@@ -391,7 +391,7 @@ def _check_model_dir_config(model_dir, config):
     differences = [f"{k}: saved {v!r}, now {getattr(config, k)!r}" for k, v in saved.to_dict().items()
                    if getattr(config, k) != v]
     if differences:
-        raise ValueError(f"{model_dir} holds a run of another model ({', '.join(differences)}): use a new "
+        raise InputError(f"{model_dir} holds a run of another model ({', '.join(differences)}): use a new "
                          f"--model_dir, or the config that run used.")
 
 

@@ -140,7 +140,7 @@ class WorkerLayout:
     def host_batch_size(self, global_batch_size):
         """The batch each host's pipeline yields; the global batch must split evenly over all replicas."""
         if global_batch_size % self.num_replicas:
-            raise ValueError(
+            raise InputError(
                 f"train_batch_size={global_batch_size} does not split evenly over {self.num_replicas} replicas: "
                 f"use a multiple of {self.num_replicas}.")
         return global_batch_size // self.num_input_pipelines

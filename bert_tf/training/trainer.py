@@ -118,7 +118,7 @@ class Trainer:
             self.stop_requested = tf.Variable(False, trainable=False, name="stop_requested")
         scope = "gradients" if jit_compile is True else jit_compile
         if scope not in (False, None, "gradients", "step"):
-            raise ValueError(f"jit_compile={jit_compile!r}: use False, 'gradients' or 'step'.")
+            raise InputError(f"jit_compile={jit_compile!r}: use False, 'gradients' or 'step'.")
         self.all_reduce_dtype = tf.dtypes.as_dtype(all_reduce_dtype)
         self._jit_scope = scope
         self._trace_functions()
