@@ -9,9 +9,6 @@ feature names.
 
 import tensorflow as tf
 
-INSTANCE_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions", "masked_lm_ids",
-                     "masked_lm_weights", "next_sentence_labels")
-
 
 def assign_rows(lengths, prediction_counts, layout):
     """Best-fit decreasing as `bert_tf.instances.row_packing.assign_rows`, in TensorFlow ops: lengths and

@@ -54,8 +54,8 @@ class RowLayout:
     """
 
     max_seq_length: int
-    max_instances_per_row: int = DEFAULT_MAX_INSTANCES_PER_ROW
-    max_predictions_per_row: int = 23
+    max_instances_per_row: int
+    max_predictions_per_row: int
 
     def __post_init__(self):
         if not isinstance(self.max_instances_per_row, int) or self.max_instances_per_row < 2:
@@ -183,7 +183,3 @@ def split_rows(rows, max_predictions_per_seq=None):
         out["masked_lm_weights"][n, :len(mine)] = 1.0
     return out, row_of
 
-
-def is_packed(schema_lengths):
-    """Whether records with these features (v1 name -> length) are packed rows."""
-    return FORMAT_FEATURE in dict(schema_lengths)
