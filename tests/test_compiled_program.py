@@ -90,6 +90,19 @@ def test_memory_report_holds_the_weights_and_both_adam_slots():
     assert report.temporaries > 0
 
 
+def test_packed_rows_lower_with_their_inputs_and_a_bias_per_row():
+    """With row_packing the lowered step reads the packed rows' inputs (positions, instances, one next-sentence slot
+    per instance) and builds a [rows, 1, T, T] attention bias, so the memory estimate covers packed rows too."""
+    recipe = tiny_recipe(mixed_precision="mixed_bfloat16").override({"row_packing.enabled": True})
+    loop = lower_training_loop(recipe, micro_batch_size=2, steps=1)
+    assert {"input_position_ids", "input_instance_ids", "next_sentence_positions",
+            "next_sentence_weights"} <= set(loop.batches)
+    assert loop.batches["next_sentence_labels"].shape[-1] == recipe.row_packing.max_instances_per_row
+    summary = ProgramSummary.from_hlo_module(loop.compiler_ir("hlo_serialized"))
+    assert summary.host_transfers == [] and summary.dynamic_shapes == []
+    assert "[2,1,16,16]" in loop.compiler_ir("hlo").replace(" ", "")  # the block-diagonal bias of 2 rows of 16
+
+
 @pytest.mark.slow
 def test_memory_estimate_from_shallow_models_matches_the_whole_model():
     """The recipes' estimates compile 1- and 2-block models and extrapolate in depth: on a 4-block model that

@@ -10,6 +10,7 @@ vocabulary-sized gradients), and the line through them understates what each fur
 
     python tools/estimate_memory.py --config=bert_large_paper               # every phase
     python tools/estimate_memory.py --config=bert_large_paper --phases=seq512
+    python tools/estimate_memory.py --config=bert_large_paper --phases=seq512 --row_packing
 """
 
 import json
@@ -27,11 +28,15 @@ flags.DEFINE_string("mixed_precision", "mixed_bfloat16", "The compute precision 
 flags.DEFINE_list("micro_batch_sizes", None, "The two micro-batch sizes to compile (default: 4 and 16 sequences "
                   "at 512 tokens, as many tokens at other lengths).")
 flags.DEFINE_list("phases", None, "Names of the phases to estimate (default: all).")
+flags.DEFINE_bool("row_packing", False, "Estimate packed rows (several instances per row, a block-diagonal "
+                  "attention bias per row) with the recipe's row_packing settings.")
 
 
 def main(argv):
     del argv
     recipe = load_recipe(FLAGS.config).with_overrides(mixed_precision=FLAGS.mixed_precision)
+    if FLAGS.row_packing:
+        recipe = recipe.override({"row_packing.enabled": True})
     for index, phase in enumerate(recipe.phases):
         if FLAGS.phases and phase.name not in FLAGS.phases:
             continue
@@ -42,6 +47,7 @@ def main(argv):
                                                                 spec.memory_gib * GIB)
                        for replicas in (1, 8, 16, 32, 64)} for name, spec in DEVICES.items()}
         json.dump({"config": recipe.name, "mixed_precision": recipe.mixed_precision, "phase": phase.name,
+                   "row_packing": recipe.row_packing.enabled,
                    "fixed_gib": round(estimate.fixed_bytes / GIB, 3),
                    "per_sequence_gib": round(estimate.per_sequence_bytes / GIB, 4),
                    "micro_batch_sizes": sizes, "max_micro_batch_size": fits}, sys.stdout)

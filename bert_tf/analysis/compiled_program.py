@@ -17,7 +17,10 @@ import math
 import tensorflow as tf
 
 from bert_tf.compat.tensorflow_internals import hlo_buffer_assignment, hlo_module, primitive_type_name
+from bert_tf.instances.masking import MaskingRules
 from bert_tf.optimizers.optimization import create_optimizer
+from bert_tf.records.feature_spec import V1_TO_MODEL_NAMES
+from bert_tf.records.packed_rows import FORMAT_FEATURE
 from bert_tf.training.pretraining import create_pretrainer, resolve_bert_config
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer, update_branch
@@ -52,7 +55,8 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
     """The training loop of `recipe` for one replica, at the shapes of one of its phases, ready to lower.
 
     Args:
-        recipe: a `Recipe` (its model, optimizer, mixed precision and phases are used; no input files needed).
+        recipe: a `Recipe` (its model, optimizer, mixed precision, phases and row packing are used; no input files
+            needed).
         phase_index: the phase whose sequence length and predictions give the shapes.
         micro_batch_size: sequences per micro-batch (default: the recipe's global batch, i.e. one replica).
         accumulation_steps: micro-batches per step on this replica.
@@ -76,9 +80,15 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
         branch = update_branch()
     trainer = Trainer(strategy, worker_layout(strategy), model, optimizer, max_micro_batch_size=micro)
     seq, pred = phase.max_seq_length, phase.max_predictions_per_seq
-    shapes = {"input_word_ids": [seq], "input_mask": [seq], "input_type_ids": [seq], "masked_lm_positions": [pred],
-              "masked_lm_ids": [pred], "masked_lm_weights": [pred], "next_sentence_labels": [1]}
-    batches = {name: tf.zeros([steps, batch] + shape, tf.float32 if name == "masked_lm_weights" else tf.int32)
+    layout = recipe.row_packing.row_layout(seq, pred, MaskingRules.masked_lm_prob)
+    if layout is None:
+        shapes = {"input_word_ids": [seq], "input_mask": [seq], "input_type_ids": [seq],
+                  "masked_lm_positions": [pred], "masked_lm_ids": [pred], "masked_lm_weights": [pred],
+                  "next_sentence_labels": [1]}
+    else:  # packed rows, as the input pipeline gives them (a block-diagonal attention bias per row)
+        shapes = {V1_TO_MODEL_NAMES.get(name, name): [length] for name, length in layout.lengths().items()
+                  if name != FORMAT_FEATURE}
+    batches = {name: tf.zeros([steps, batch] + shape, tf.float32 if name.endswith("_weights") else tf.int32)
                for name, shape in shapes.items()}
     function = tf.function(lambda data: trainer.run_steps(lambda i: ({k: v[i] for k, v in data.items()},), steps),
                            jit_compile=True)
