@@ -78,11 +78,15 @@ GRAPH_SCRIPT = textwrap.dedent("""
             carried[index] = out.op + "(" + ", ".join(
                 "self" if x == index else (x.op if not isinstance(x, int) else f"loop variable {x}")
                 for x in inputs) + ")"
-    # Sums whose inputs sit on different replicas' devices: a metric reduced across replicas inside a step.
+    # Sums whose inputs sit on different replicas' devices: a metric reduced across replicas inside a step. A
+    # replica's slice of its host's batch is cut on the host's CPU (strategy.split_per_replica), so an input from
+    # the slicing is the host's, not another replica's.
     nodes = {n.name: n for n in body.node_def}
-    cross_replica_sums = [n.name for n in body.node_def if n.op in ("AddN", "AddV2", "Add", "Sum") and len(
-        {nodes[i.split(":")[0].lstrip("^")].device for i in n.input if i.split(":")[0].lstrip("^") in nodes}
-        - {""}) > 1]
+    def replica_input_devices(node):
+        names = [i.split(":")[0].lstrip("^") for i in node.input]
+        return {nodes[name].device for name in names if name in nodes and "replica_slice" not in name} - {""}
+    cross_replica_sums = [n.name for n in body.node_def
+                          if n.op in ("AddN", "AddV2", "Add", "Sum") and len(replica_input_devices(n)) > 1]
     print(json.dumps({
         "body": collections.Counter(ops(body)), "cross_replica_sums": cross_replica_sums,
         "outside": collections.Counter(n.op for n in graph.node), "cond": collections.Counter(ops(cond)),

@@ -188,7 +188,7 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
                  "max_seq_length": [12, 24], "max_predictions_per_seq": [3, 5], "save_checkpoints_steps": 30,
                  "iterations_per_loop": 6, "max_micro_batch_size": 4, "mixed_precision": "mixed_bfloat16",
                  "jit_compile": True, "eval_input_file": "/heldout/*.tfrecord", "optimizer": "lamb",
-                 "dynamic_masking": True, "use_next_sentence": False, "seed": 99}
+                 "dynamic_masking": True, "row_packing": True, "use_next_sentence": False, "seed": 99}
     argv = ["bert-pretrain", f"--config={recipe}", f"--model_dir={tmp_path / 'run'}"]
     for name, value in overrides.items():
         if isinstance(value, bool):
@@ -221,6 +221,7 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
     assert got["eval"]["input_file"] == "/heldout/*.tfrecord"
     assert got["optimizer"]["name"] == "lamb" and got["optimizer"]["weight_decay_rate"] == 0.01
     assert got["dynamic_masking"]["enabled"] is True and got["use_next_sentence"] is False
+    assert got["row_packing"]["enabled"] is True
     assert got["seed"] == 99
     # Without overrides the recipe is the file's, field for field (after unparsing the first argv).
     assert untouched == json.loads(json.dumps(load_recipe(recipe).to_dict()))
@@ -228,8 +229,7 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
 
 def run_until_checkpoint(args, model_dir, step, sig):
     """Starts `bert-pretrain ARGS`, sends `sig` as soon as the latest checkpoint is that of `step` (or later), and
-    returns the
-    process after it exits.
+    returns the process after it exits.
 
     Waits on the `checkpoint` state file, not on `ckpt-N.index`: the index is written before the state file names
     it, so a kill in between would leave the previous checkpoint as the latest."""
