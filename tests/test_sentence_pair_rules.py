@@ -16,8 +16,7 @@ SEEDS = range(16)
 
 def corpus(num_docs, max_sentences, seed, min_sentences=1):
     """Documents of min_sentences..max_sentences sentences of 1..29 tokens; token ids are unique and increase through
-    the
-    corpus, so a token says which document it came from."""
+    the corpus, so a token says which document it came from."""
     rng = np.random.default_rng(seed)
     documents, next_id = [], FIRST_TOKEN
     for _ in range(num_docs):

@@ -2,10 +2,9 @@
 
 The rules are the `MaskingRules` of the original `create_masked_lm_predictions` (bert_tf/instances/masking.py
 describes them and holds the reference): [CLS], [SEP] and [PAD] are never candidates; num_to_predict =
-min(max_predictions_per_seq,
-max(1, round(len * masked_lm_prob))) with len counting the special tokens; with whole-word masking a "##" piece
-joins the previous candidate's word and a word that would exceed the budget is skipped; each chosen token is
-[MASK] 80% of the time, kept 10%, a random token of the whole vocab 10%; positions come out sorted.
+min(max_predictions_per_seq, max(1, round(len * masked_lm_prob))) with len counting the special tokens; with whole-word
+masking a "##" piece joins the previous candidate's word and a word that would exceed the budget is skipped; each chosen
+token is [MASK] 80% of the time, kept 10%, a random token of the whole vocab 10%; positions come out sorted.
 
 Two ops are written here instead of taken from tensorflow-text: its `RandomItemSelector` selects
 ceil(rate * selectable items) with the budget counted in words, not the original's rounded count over all tokens

@@ -50,8 +50,7 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
         batch_size: the batch THIS pipeline yields, i.e. global batch / `input_context.num_input_pipelines`. With
             one pipeline per host (bert-pretrain: a plain `iter(dataset)` on each host's CPU, split across that
             host's replicas), it is the per-host batch; inside `distribute_datasets_from_function` (one pipeline per
-            replica) it is
-            `input_context.get_per_replica_batch_size(global_batch_size)`.
+            replica) it is `input_context.get_per_replica_batch_size(global_batch_size)`.
         is_training: shuffle and repeat forever (True), or one pass in file order (False).
         input_context: a `tf.distribute.InputContext`; each pipeline then reads its own share: whole files when
             there are at least as many files as pipelines, else every n-th record of all files.

@@ -3,9 +3,8 @@
 The original, character by character: drop U+0000, U+FFFD and every control or format character (Unicode
 categories Cc and Cf, except tab, newline and carriage return; private-use and unassigned characters stay, and the
 word holding one becomes [UNK] unless the vocab has it); turn whitespace (those three, category Zs, and the other
-characters
-Python's `str.split` splits on) into a space; put spaces around CJK ideographs; and for uncased models lower-case
-with `str.lower`, decompose (NFD) and drop non-spacing marks (category Mn).
+characters Python's `str.split` splits on) into a space; put spaces around CJK ideographs; and for uncased models
+lower-case with `str.lower`, decompose (NFD) and drop non-spacing marks (category Mn).
 
 tensorflow-text's `FastBertTokenizer(lower_case_nfd_strip_accents=True)` is written its own way and gives other ids
 on real text: it folds compatibility characters ("ß" -> "ss", "ﬁ" -> "fi", fullwidth letters -> ASCII) and turns
