@@ -76,3 +76,19 @@ def latest_step(model_dir):
     import tensorflow as tf
     latest = tf.train.latest_checkpoint(model_dir)
     return int(latest.rsplit("-", 1)[1]) if latest else None
+
+
+def original_truncation(len_a, len_b, budget):
+    """The lengths A and B keep in the original `truncate_seq_pair`: one token at a time off the longer one (B on a
+    tie) until both fit in `budget`.
+
+    Example:
+    >>> original_truncation(5, 3, 6)
+    (3, 3)
+    """
+    while len_a + len_b > budget:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return len_a, len_b

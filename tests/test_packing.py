@@ -6,23 +6,14 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text.packing import pack_spans, pack_spans_in_graph, pair_keep_lengths
+from helpers import original_truncation
 
 CLS, SEP = 1, 2
 
 
-def popping_truncation(len_a, len_b, budget):
-    """The original loop: remove a token from the longer list (B on a tie) until both fit."""
-    while len_a + len_b > budget:
-        if len_a > len_b:
-            len_a -= 1
-        else:
-            len_b -= 1
-    return len_a, len_b
-
-
 def test_keep_lengths_are_the_original_loops_for_ints_arrays_and_tensors():
     cases = [(a, b, budget) for a in range(0, 14) for b in range(0, 14) for budget in (1, 2, 5, 8, 13)]
-    want = [popping_truncation(*case) for case in cases]
+    want = [original_truncation(*case) for case in cases]
     assert [pair_keep_lengths(*case) for case in cases] == want
     a, b, budget = (np.array(column) for column in zip(*cases))
     got = [pair_keep_lengths(a[budget == k], b[budget == k], k) for k in (1, 2, 5, 8, 13)]

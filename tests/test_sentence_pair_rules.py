@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bert_tf.instances.sentence_pairs import SentencePairRules, instances_from_document, truncate_seq_pair
+from helpers import original_truncation
 
 FIRST_TOKEN = 5
 SEEDS = range(16)
@@ -49,16 +50,6 @@ def offline(documents, rules):
     rows = np.array(rows, np.int64)
     return {"a": rows[:, 1] - rows[:, 0], "b": rows[:, 3] - rows[:, 2], "label": rows[:, 4],
             "same_document": doc_of[rows[:, 0]] == doc_of[rows[:, 2]], "one_sentence_chunk": rows[:, 5] == 1}
-
-
-def original_kept(a, b, budget):
-    """The tokens A and B keep in the original truncate_seq_pair: one at a time off the longer one, B on a tie."""
-    while a + b > budget:
-        if a > b:
-            a -= 1
-        else:
-            b -= 1
-    return a, b
 
 
 @pytest.mark.parametrize("rules", [SentencePairRules(max_seq_length=64),
@@ -126,7 +117,7 @@ def test_truncation_keeps_max_num_tokens_and_cuts_front_and_back_alike():
                            (spans == [a_start, a_stop, b_start, b_stop]).all(axis=0)))
     assert np.all((spans[0] >= a_start) & (spans[1] <= a_stop) & (spans[2] >= b_start) & (spans[3] <= b_stop))
     np.testing.assert_array_equal(np.stack([kept_a, kept_b], axis=1), [
-        original_kept(a, b, rules.max_num_tokens) for a, b in zip(a_stop - a_start, b_stop - b_start)])
+        original_truncation(a, b, rules.max_num_tokens) for a, b in zip(a_stop - a_start, b_stop - b_start)])
     front = ((spans[0] - a_start + spans[2] - b_start).sum()
              / (a_stop - a_start + b_stop - b_start - kept_a - kept_b).sum())
     assert abs(front - rules.front_cut_prob) < 0.02, front
