@@ -12,7 +12,7 @@ from typing import Optional
 
 from bert_tf.accelerators.device_peaks import DEVICES
 from bert_tf.config import configs_dir
-from bert_tf.config_schema import Section, check_keys, read_yaml
+from bert_tf.config_schema import Section, read_yaml
 from bert_tf.training.recipe import JIT_COMPILE_SCOPES, MIXED_PRECISION, RecipeError
 
 PLATFORMS_FILE = os.path.join(configs_dir(), "platforms.yaml")
@@ -115,7 +115,6 @@ def load_platforms(path=PLATFORMS_FILE):
         entry_where = f"{where}: platforms.{name}"
         if not isinstance(entry, dict):
             raise RecipeError(f"{entry_where} must be a mapping of fields, got {entry!r}.")
-        check_keys(entry, PlatformSettings, entry_where, ("mixed_precision",), RecipeError)
         models = {preset: ModelFit.from_dict(fit, f"{entry_where}.models.{preset}")
                   for preset, fit in (entry.get("models") or {}).items()}
         platforms[name] = PlatformSettings.from_dict(
