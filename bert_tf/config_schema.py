@@ -67,14 +67,15 @@ def parses_as_number(text):
         return False
 
 
-def check_value_type(name, value, kind, error=ConfigError):
-    """Raises `error` if `value` is not of the plain type `kind` (a key of `TYPE_CHECKS`); unknown kinds pass."""
+def check_value_type(name, value, kind, error=ConfigError, optional=False):
+    """Raises `error` if `value` is not of the plain type `kind` (a key of `TYPE_CHECKS`); unknown kinds pass.
+    `optional` says in the message that null is allowed too."""
     expected = TYPE_CHECKS.get(kind)
     if expected is None or expected[0](value):
         return
     key = name.rpartition(".")[2]
     fix = f": write it without quotes ({key}: {value})" if isinstance(value, str) and parses_as_number(value) else ""
-    raise error(f"{name}={value!r} must be {expected[1]}{fix}.")
+    raise error(f"{name}={value!r} must be {expected[1]}{' or null' if optional else ''}{fix}.")
 
 
 def check_field_types(spec, prefix="", error=ConfigError):
@@ -87,10 +88,7 @@ def check_field_types(spec, prefix="", error=ConfigError):
             if value is None:
                 continue
             kind = next(a for a in typing.get_args(kind) if a is not type(None))
-        try:
-            check_value_type(f"{prefix}{field.name}", value, kind, error)
-        except error as e:
-            raise error(str(e)[:-1] + (" or null." if optional else ".")) from None
+        check_value_type(f"{prefix}{field.name}", value, kind, error, optional)
 
 
 def check_keys(values, cls, where, required=(), error=ConfigError):
