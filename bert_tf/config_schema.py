@@ -3,8 +3,9 @@
 (`training/platforms.py`) and the fine-tuning recipe (`finetuning/recipe.py`).
 
 A configuration is a frozen dataclass that derives from `Section`:
-- its fields' types come from the annotations (int, float, bool, str, a tuple of strings, a nested `Section`,
-  optionally None) and are checked when it is built; a number written as a string is named as such;
+- its fields' types come from the annotations (int, float, bool, str, a tuple of strings, a nested `Section`, a
+  tuple of nested sections (`Tuple[Item, ...]`, a YAML list of mappings), optionally None) and are checked when it
+  is built; a number written as a string is named as such;
 - its ranges and choices are its `_rules()`, checked after the types;
 - `Section.from_dict(values, where)` builds one from a mapping (YAML), refusing unknown and missing keys;
 - `load_yaml(path)` reads YAML with 1.2's numbers (`1e-4` is a number), and `parse_value` reads a `--set` value.
@@ -67,14 +68,38 @@ def parses_as_number(text):
         return False
 
 
+def section_items(kind):
+    """The `Section` class of the items of a `Tuple[Item, ...]` annotation, else None.
+
+    >>> section_items(typing.Tuple[str, ...]) is None
+    True
+    """
+    args = typing.get_args(kind)
+    if (typing.get_origin(kind) is tuple and len(args) == 2 and args[1] is Ellipsis and isinstance(args[0], type)
+            and issubclass(args[0], Section)):
+        return args[0]
+    return None
+
+
+def _items_check(kind):
+    """The (check, description) of a `Tuple[Item, ...]` field (items built by `Item.from_dict`), else None."""
+    item = section_items(kind)
+    if item is None:
+        return None
+    fields = ", ".join(f.name for f in dataclasses.fields(item))
+    return (lambda v: isinstance(v, tuple) and all(isinstance(x, item) for x in v),
+            f"a list of mappings, each with the fields {fields}")
+
+
 def check_value_type(name, value, kind, error=ConfigError, optional=False):
-    """Raises `error` if `value` is not of the plain type `kind` (a key of `TYPE_CHECKS`); unknown kinds pass.
-    `optional` says in the message that null is allowed too."""
-    expected = TYPE_CHECKS.get(kind)
+    """Raises `error` if `value` is not of the plain type `kind` (a key of `TYPE_CHECKS`, or a tuple of sections);
+    unknown kinds pass. `optional` says in the message that null is allowed too."""
+    expected = TYPE_CHECKS.get(kind) or _items_check(kind)
     if expected is None or expected[0](value):
         return
     key = name.rpartition(".")[2]
-    fix = f": write it without quotes ({key}: {value})" if isinstance(value, str) and parses_as_number(value) else ""
+    quoted = kind in TYPE_CHECKS and isinstance(value, str) and parses_as_number(value)
+    fix = f": write it without quotes ({key}: {value})" if quoted else ""
     raise error(f"{name}={value!r} must be {expected[1]}{' or null' if optional else ''}{fix}.")
 
 
@@ -123,9 +148,10 @@ class Section:
 
     @classmethod
     def from_dict(cls, values, where):
-        """Builds the section from a mapping, its nested sections from nested mappings and lists of strings as
-        tuples; unknown or missing keys and wrong values are one-line errors that start with `where` (the file or
-        the object the mapping came from)."""
+        """Builds the section from a mapping, its nested sections from nested mappings, a tuple of sections from a
+        list of mappings (item i's errors start with `where: field[i]`) and lists of strings as tuples; unknown or
+        missing keys and wrong values are one-line errors that start with `where` (the file or the object the
+        mapping came from)."""
         keys_where = f"{where}: {cls.SECTION}" if cls.SECTION else where
         if not isinstance(values, dict):
             raise cls.ERROR(f"{keys_where} must be a mapping of fields, got {values!r}.")
@@ -136,8 +162,12 @@ class Section:
         values = dict(values)
         for name, value in values.items():
             kind = hints[name]
+            item = next(filter(None, map(section_items, (kind, *typing.get_args(kind)))), None)
             if isinstance(kind, type) and issubclass(kind, Section) and isinstance(value, dict):
                 values[name] = kind.from_dict(value, where)
+            elif item is not None and isinstance(value, (list, tuple)):
+                values[name] = tuple(v if isinstance(v, item) else item.from_dict(v, f"{keys_where}: {name}[{i}]")
+                                     for i, v in enumerate(value))
             elif typing.Tuple[str, ...] in (kind, *typing.get_args(kind)) and isinstance(value, list):
                 values[name] = tuple(value)
         try:

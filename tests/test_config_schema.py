@@ -2,6 +2,7 @@
 same one-line error format whichever file or options object they are in."""
 
 import dataclasses
+import typing
 
 import pytest
 
@@ -93,6 +94,38 @@ def test_rules_and_nested_sections():
         Outer.from_dict({"inner": {"rate": 2}}, "outer.yaml")
     with pytest.raises(InputError, match=r"^outer.yaml: inner: unknown field\(s\) \['rat'\]"):
         Outer.from_dict({"inner": {"rat": 2}}, "outer.yaml")
+
+
+def test_a_tuple_of_sections_is_built_from_a_list_of_mappings():
+    @dataclasses.dataclass(frozen=True)
+    class Item(Section):
+        path: str
+        weight: float = 1.0
+
+        def _rules(self):
+            return (("weight", self.weight > 0, "must be positive"),)
+
+    @dataclasses.dataclass(frozen=True)
+    class Outer(Section):
+        items: typing.Tuple[Item, ...] = ()
+
+    built = Outer.from_dict({"items": [{"path": "a"}, {"path": "b", "weight": 0.5}]}, "outer.yaml")
+    assert built.items == (Item("a"), Item("b", 0.5)) and Outer.from_dict({}, "outer.yaml").items == ()
+    cases = [
+        ([{"path": "a"}, {"path": "b", "wieght": 2}],
+         r"outer.yaml: items\[1\]: unknown field\(s\) \['wieght'\]; known fields are \['path', 'weight'\]\."),
+        ([{"path": "a", "weight": -1}], r"outer.yaml: items\[0\]: weight=-1 must be positive\."),
+        ([{"path": "a", "weight": "2"}], r"outer.yaml: items\[0\]: weight='2' must be a finite number: write it "
+                                         r"without quotes \(weight: 2\)\."),
+        ([{"weight": 2}], r"outer.yaml: items\[0\]: missing field\(s\) \['path'\]\."),
+        (["a.txt"], r"outer.yaml: items\[0\] must be a mapping of fields, got 'a.txt'\."),
+        ("a.txt", r"outer.yaml: items='a.txt' must be a list of mappings, each with the fields path, weight\."),
+        ({"path": "a"}, r"outer.yaml: items=\{'path': 'a'\} must be a list of mappings, each with the fields path, "
+                        r"weight\."),
+    ]
+    for items, message in cases:
+        with pytest.raises(ConfigError, match=f"^{message}$"):
+            Outer.from_dict({"items": items}, "outer.yaml")
 
 
 def test_set_assignments():

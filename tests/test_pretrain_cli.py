@@ -16,6 +16,7 @@ import yaml
 
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import load_pretrainer
+from bert_tf.training.controller import Controller
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
@@ -30,7 +31,8 @@ def data(tmp_path_factory):
     return {"root": root, "vocab": write_vocab(root / "vocab.txt"),
             "seq16": write_records(root / "seq16.tfrecord", 256, 16, 4, seed=0),
             "seq32": write_records(root / "seq32.tfrecord", 256, 32, 6, seed=1),
-            "eval": write_records(root / "eval.tfrecord", 64, 32, 6, seed=2)}
+            "eval": write_records(root / "eval.tfrecord", 64, 32, 6, seed=2),
+            "general16": write_records(root / "general16.tfrecord", 128, 16, 4, seed=3)}
 
 
 def write_recipe(data, name, steps, save_every, dropout):
@@ -331,3 +333,58 @@ def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_pat
     for row, expected_row in zip(rows, expected_rows):
         for name in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_accuracy", "grad_norm"):
             np.testing.assert_allclose(row[name], expected_row[name], rtol=1e-5, err_msg=name)
+
+
+def one_phase_recipe(data, name, steps, **fields):
+    """A one-phase recipe at 16 tokens, written to a YAML file."""
+    recipe = {"name": name, "model": tiny_model_section(num_hidden_layers=1, max_position_embeddings=16),
+              "train_batch_size": 8, "num_train_steps": steps, "num_warmup_steps": 2, "learning_rate": 3e-3,
+              "save_checkpoints_steps": 10, "iterations_per_loop": 5,
+              "phases": [{"name": "seq16", "num_steps": steps, "max_seq_length": 16, "max_predictions_per_seq": 4}],
+              **fields}
+    path = data["root"] / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_mixed_inputs_set_on_the_command_line_train_and_log_their_shares(data, tmp_path):
+    recipe = one_phase_recipe(data, "cli_mixed", 10)
+    model_dir = str(tmp_path / "run")
+    done = run_cli("pretrain", f"--config={recipe}", f"--model_dir={model_dir}", f"--input_file={data['seq16']}",
+                   f"--vocab_file={data['vocab']}", "--peak_tflops=1",
+                   f"--set=phases.0.mixed_inputs=[{{input_file: {data['general16']}, share: 0.2}}]")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"Phase seq16 mixes its input sets: {data['seq16']} at 0.8; {data['general16']} at 0.2." in done.stderr
+    assert "step 10/10 [seq16] loss " in done.stderr
+    with open(os.path.join(model_dir, "recipe.yaml")) as f:
+        assert yaml.safe_load(f)["phases"][0]["mixed_inputs"] == [{"input_file": data["general16"], "share": 0.2}]
+
+
+@pytest.mark.slow
+def test_a_stopped_run_with_mixed_inputs_resumes_bit_identically(data, tmp_path, monkeypatch):
+    """Stopped mid-phase as on SIGTERM (the controller told so at step 15: it saves, then returns), the resumed run
+    restores the mixed input's iterator (each set's reader and the draws between them) and ends with the weights of
+    an uninterrupted run."""
+    mixed = [{"input_file": data["general16"], "share": 0.3}]
+    recipe = load_recipe(one_phase_recipe(data, "mixed_resume", 30, model=tiny_model_section(
+        num_hidden_layers=1, max_position_embeddings=16, hidden_dropout_prob=0.1))).with_overrides(
+        input_file=[data["seq16"]], vocab_file=data["vocab"], mixed_inputs=[mixed])
+    reference = str(tmp_path / "uninterrupted")
+    run_pretraining(recipe, reference, peak_tflops=1.0)
+
+    stopped = str(tmp_path / "stopped")
+    with monkeypatch.context() as patch:
+        patch.setattr(Controller, "preemption_requested", lambda controller: controller.trainer.step >= 15)
+        result = run_pretraining(recipe, stopped, peak_tflops=1.0)
+    assert result.preempted and 15 <= latest_step(stopped) < 30
+    resumed = run_pretraining(recipe, stopped, peak_tflops=1.0)
+    assert resumed.completed and resumed.step == 30
+    expected, got = weights(reference), weights(stopped)
+    for path, value in expected.items():
+        np.testing.assert_array_equal(got[path], value, err_msg=path)
+    # The preflight checks each set's files as the phase's own: a set of other lengths fails naming it.
+    bad = recipe.override({"phases.0.mixed_inputs": [{"input_file": data["seq32"], "share": 0.3}]})
+    with pytest.raises(ValueError, match=r"^phase 'seq16' mixed_inputs\[0\]: Records in .*seq32\.tfrecord do not "
+                                         r"match max_seq_length=16"):
+        run_pretraining(bad, str(tmp_path / "bad"), peak_tflops=1.0)

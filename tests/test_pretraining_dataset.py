@@ -1,4 +1,5 @@
-"""The training input pipeline on real TFRecord files: values, naming, gzip, sharding, errors, resumption."""
+"""The training input pipeline on real TFRecord files: values, naming, gzip, sharding, errors, resumption, and
+several input sets mixed at their weights."""
 
 import os
 
@@ -9,6 +10,7 @@ import tensorflow as tf
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
 from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.example_encoder import ExampleEncoder
+from bert_tf.records.packed_rows import RowLayout
 from bert_tf.records.writer import RoundRobinWriter
 
 SEQ, PRED = 16, 4
@@ -232,3 +234,73 @@ def test_iterator_checkpoint_resumes_with_exactly_the_next_batches(tmp_path):
         got = next(resumed)
         for name in MODEL_FEATURES:
             np.testing.assert_array_equal(got[name].numpy(), want[name].numpy())
+
+
+def set_of(ids):
+    """Which of two input sets each instance came from (the general set's indices start at 10,000)."""
+    return np.asarray(ids) >= 10_000
+
+
+def test_input_sets_are_drawn_at_their_weights_deterministically(tmp_path):
+    for k in range(2):
+        write_records(tmp_path / f"domain-{k}.tfrecord", range(k * 50, k * 50 + 50))
+    patterns = [f"{tmp_path}/domain-*.tfrecord", write_records(tmp_path / "general.tfrecord", range(10_000, 10_040))]
+
+    def drawn(seed, batches=30):
+        return instance_ids(pretraining_dataset(patterns, SEQ, PRED, 100, seed=seed, shuffle_buffer=16,
+                                                weights=[0.8, 0.2]), batches)
+
+    ids = drawn(seed=3)
+    # 3,000 draws at 0.2: the general set's fraction within 4 binomial standard deviations (0.029) of it. Weights
+    # left out would draw each set half the time (0.5); one set only, 0 or 1.
+    fraction, sd = set_of(ids).mean(), np.sqrt(0.2 * 0.8 / len(ids))
+    assert len(ids) == 3000 and abs(fraction - 0.2) < 4 * sd, fraction
+    assert set(ids) == set(range(100)) | set(range(10_000, 10_040))  # every record of both sets, repeated
+    assert drawn(seed=3, batches=5) == ids[:500]  # the same seed, the same draws and order
+    assert drawn(seed=4, batches=5) != ids[:500]
+    # Each set keeps its own order: the domain records drawn are those the domain set yields alone, in order.
+    domain_alone = instance_ids(pretraining_dataset(patterns[0], SEQ, PRED, 100, seed=3, shuffle_buffer=16), 5)
+    drawn_domain = [i for i in ids[:500] if i < 10_000]
+    assert drawn_domain == domain_alone[:len(drawn_domain)]
+    # Row packing works on the mixed stream as on one input: rows of instances of both sets.
+    rows = next(iter(pretraining_dataset(patterns, SEQ, PRED, 32, seed=3, shuffle_buffer=16, weights=[0.8, 0.2],
+                                         row_layout=RowLayout(SEQ, 3, 12), packing_window=64)))
+    labels = rows["masked_lm_ids"].numpy()
+    assert rows["input_instance_ids"].shape == (32, SEQ) and rows["next_sentence_weights"].shape == (32, 3)
+    assert (labels >= 10_000).any() and ((labels >= 60) & (labels < 10_000)).any()
+
+
+def test_input_sets_that_do_not_match_fail_naming_the_file(tmp_path):
+    domain = write_records(tmp_path / "domain.tfrecord", range(20))
+    longer = write_records(tmp_path / "general-seq32.tfrecord", range(20), seq=32, pred=6)
+    with pytest.raises(ValueError, match=r"Records in .*general-seq32\.tfrecord do not match max_seq_length=16: "
+                                         r"feature input_ids has shape \[32\], expected \[16\]"):
+        pretraining_dataset([domain, longer], SEQ, PRED, 4, seed=1, weights=[0.9, 0.1])
+    v2 = write_records(tmp_path / "general-v2.tfrecord", range(20), names="v2")
+    with pytest.raises(ValueError, match=r"The records of .*general-v2\.tfrecord \(v2 names, .*\) do not match those "
+                                         r"of .*domain\.tfrecord \(v1 names, .*\): the input sets mixed in one phase"):
+        pretraining_dataset([domain, v2], SEQ, PRED, 4, seed=1, weights=[0.9, 0.1])
+    with pytest.raises(ValueError, match=r"input sets are mixed only for training \(is_training=True\)"):
+        pretraining_dataset([domain, domain], SEQ, PRED, 4, is_training=False, weights=[0.5, 0.5])
+    with pytest.raises(ValueError, match=r"weights=\[1.0\] needs one input set per weight"):
+        pretraining_dataset([domain, domain], SEQ, PRED, 4, weights=[1.0])
+    with pytest.raises(ValueError, match=r"weights=\[0.0, 1.0\] must be positive finite numbers"):
+        pretraining_dataset([domain, domain], SEQ, PRED, 4, weights=[0.0, 1.0])
+
+
+def test_mixed_iterator_checkpoint_resumes_with_exactly_the_next_batches(tmp_path):
+    domain = write_records(tmp_path / "domain.tfrecord", range(30))
+    general = write_records(tmp_path / "general.tfrecord", range(10_000, 10_030))
+
+    def dataset():
+        return pretraining_dataset([domain, general], SEQ, PRED, 4, seed=5, shuffle_buffer=8, weights=[0.7, 0.3])
+
+    iterator = iter(dataset())
+    for _ in range(9):
+        next(iterator)
+    saved = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "ckpt" / "it"))
+    expected = [next(iterator)["masked_lm_ids"].numpy() for _ in range(15)]
+    resumed = iter(dataset())
+    tf.train.Checkpoint(iterator=resumed).read(saved).assert_consumed()
+    for want in expected:
+        np.testing.assert_array_equal(next(resumed)["masked_lm_ids"].numpy(), want)

@@ -6,7 +6,7 @@ import pytest
 
 from bert_tf.errors import InputError
 from bert_tf.training.pretraining import resolve_bert_config
-from bert_tf.training.recipe import Recipe, RecipeError, check_ready, load_recipe
+from bert_tf.training.recipe import InputSet, Recipe, RecipeError, check_ready, load_recipe
 
 
 @pytest.mark.parametrize("name, hidden, layers", [("bert_base_paper", 768, 12), ("bert_large_paper", 1024, 24)])
@@ -142,3 +142,59 @@ def test_dotted_overrides_reach_every_section():
         load_recipe("bert_base_paper").override({"optimizer.beta1": 0.9})
     with pytest.raises(RecipeError, match=r"optimizer.beta_1=1.5 must lie in \[0, 1\)"):
         load_recipe("bert_base_paper").override({"optimizer.beta_1": "1.5"})
+
+
+def test_mixed_inputs_round_trip_through_yaml_overrides_and_set(tmp_path):
+    assert load_recipe("continue_domain").phases[0].mixed_inputs == ()  # no general corpus ships: none by default
+    recipe = load_recipe(write_yaml(tmp_path, "phases:\n  - {name: seq32, num_steps: 3000, max_seq_length: 32, "
+                                              "max_predictions_per_seq: 5, input_file: domain-*.tfrecord,\n     "
+                                              "mixed_inputs: [{input_file: 'general-*.tfrecord', share: 0.05}]}\n"))
+    phase = recipe.phases[0]
+    assert phase.mixed_inputs == (InputSet("general-*.tfrecord", 0.05),)
+    assert phase.input_sets == (("domain-*.tfrecord", 0.95), ("general-*.tfrecord", 0.05))
+    assert Recipe.from_dict(recipe.to_dict()) == recipe
+    import yaml
+    assert yaml.safe_load(yaml.safe_dump(recipe.to_dict()))["phases"][0]["mixed_inputs"] == [
+        {"input_file": "general-*.tfrecord", "share": 0.05}]  # what a run writes to its recipe.yaml
+    # --set (a YAML string), a dotted path's value, with_overrides (one list of sets per phase): the same recipe.
+    two = "[{input_file: general-*.tfrecord, share: 0.2}, {input_file: books.tfrecord, share: 0.1}]"
+    by_set = recipe.override({"phases.0.mixed_inputs": two})
+    assert by_set.phases[0].mixed_inputs == (InputSet("general-*.tfrecord", 0.2), InputSet("books.tfrecord", 0.1))
+    values = [{"input_file": "general-*.tfrecord", "share": 0.2}, {"input_file": "books.tfrecord", "share": 0.1}]
+    assert recipe.override({"phases.mixed_inputs": values}) == by_set  # a one-phase recipe: the phase's sets
+    assert recipe.with_overrides(mixed_inputs=[values]) == by_set
+    assert recipe.override({"phases.0.mixed_inputs": "[]"}).phases[0].mixed_inputs == ()
+    assert by_set.with_overrides(num_train_steps=600, num_warmup_steps=6).phases[0].mixed_inputs == (
+        by_set.phases[0].mixed_inputs)  # kept when the phases are rescaled
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[{input_file: a, share: 0.1}, {input_file: b, shares: 0.1}]",
+     r"^recipe 'demo_cpu': phases\[0\]: mixed_inputs\[1\]: unknown field\(s\) \['shares'\]; known fields are "
+     r"\['input_file', 'share'\]\.$"),
+    ("[{input_file: a, share: 1.5}]", r"^recipe 'demo_cpu': phases\[0\]: mixed_inputs\[0\]: share=1.5 must lie in "
+                                      r"\(0, 1\): the fraction of the phase's records read from this input_file\.$"),
+    ("[{input_file: a, share: 0}]", r"mixed_inputs\[0\]: share=0 must lie in \(0, 1\)"),
+    ("[{input_file: a, share: 0.6}, {input_file: b, share: 0.4}]",
+     r"^recipe 'demo_cpu': phases\[0\]\.mixed_inputs=\(InputSet\(input_file='a', share=0\.6\), InputSet\("
+     r"input_file='b', share=0\.4\)\) must have shares that sum below 1 \(they sum to 1; the phase's own "
+     r"input_file reads the rest, 1 - sum\): lower them\.$"),
+    ("[{input_file: a, share: '0.05'}]", r"^recipe 'demo_cpu': phases\[0\]: mixed_inputs\[0\]: share='0.05' must be "
+                                         r"a finite number: write it without quotes \(share: 0.05\)\.$"),
+    ("general-*.tfrecord", r"^recipe 'demo_cpu': phases\[0\]\.mixed_inputs='general-\*\.tfrecord' must be a list of "
+                           r"mappings, each with the fields input_file, share\.$"),
+    ("[general-*.tfrecord]", r"^recipe 'demo_cpu': phases\[0\]: mixed_inputs\[0\] must be a mapping of fields, got "
+                             r"'general-\*\.tfrecord'\.$"),
+])
+def test_mixed_inputs_errors_name_the_item_and_field(value, message):
+    with pytest.raises(RecipeError, match=message):
+        load_recipe("demo_cpu").override({"phases.0.mixed_inputs": value})
+
+
+def test_mixed_inputs_errors_in_a_file_name_the_file(tmp_path):
+    path = write_yaml(tmp_path, "phases:\n  - {name: p, num_steps: 3000, max_seq_length: 32, "
+                                "max_predictions_per_seq: 5,\n     mixed_inputs: [{input_file: a, share: 0.1}, "
+                                "{input_file: b, share: 0.1, weight: 2}]}\n")
+    with pytest.raises(RecipeError, match=r"^custom.yaml: phases\[0\]: mixed_inputs\[1\]: unknown field\(s\) "
+                                          r"\['weight'\]; known fields are \['input_file', 'share'\]\.$"):
+        load_recipe(path)

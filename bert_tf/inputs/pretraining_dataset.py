@@ -8,6 +8,8 @@ errors that name the broken file and the shapes that do not match.
 """
 
 import concurrent.futures
+import math
+import os
 import random
 
 import tensorflow as tf
@@ -29,13 +31,15 @@ DEFAULT_CYCLE_LENGTH = 8
 DEFAULT_PACKING_WINDOW = 256  # unpacked records packed together (more: fuller rows, more memory)
 # Only these features are needed to mask on the fly; the rest are filled in when the records lack them.
 _DYNAMIC_REQUIRED = ("input_ids",)
+# Input set k (of several mixed) shuffles with seed + k * this: its own order, the first set's as without mixing.
+_SET_SEED_STRIDE = 104_729
 
 
 def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq, batch_size, *, is_training=True,
                         input_context=None, names="auto", compression="auto",
                         shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, seed=None, cycle_length=None,
                         num_parallel_calls=tf.data.AUTOTUNE, masker=None, row_layout=None,
-                        packing_window=DEFAULT_PACKING_WINDOW):
+                        packing_window=DEFAULT_PACKING_WINDOW, weights=None):
     """Batches of pre-training features read from TFRecords in the original format.
 
     Each element is a dict with the model's names: `input_word_ids`, `input_mask`, `input_type_ids` int32
@@ -73,6 +77,12 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
             `next_sentence_weights` [batch_size, K]; `next_sentence_labels` is [batch_size, K] and the masked-LM
             features have the row's prediction slots. `batch_size` counts rows. With a `masker`, the masks are
             drawn per instance (its own budget and cap), before packing or on the packed rows.
+        weights: several input sets mixed (training only), e.g. a general corpus replayed beside a domain's:
+            `input_patterns` is then a list of input sets (each a pattern string as above) with one positive weight
+            each (normalised to sum to 1). Each set is read as one input is (sharded, interleaved, repeated, with
+            its own shuffle buffer), and records are drawn from the sets at these weights
+            (`tf.data.Dataset.sample_from_datasets`, seeded from `seed`) before parsing, masking and packing. The
+            sets' first records must match the lengths asked for and each other's feature names.
 
     Example:
     >>> ds = pretraining_dataset("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1)  # doctest: +SKIP
@@ -84,21 +94,15 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
                        ("batch_size", batch_size), ("shuffle_buffer", shuffle_buffer)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InputError(f"{arg}={value!r} must be a positive integer.")
-    files = expand_file_patterns(input_patterns)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
-        compressions = list(pool.map(lambda f: detect_compression(f, compression), files))
-        expected_bytes = list(pool.map(expected_record_bytes, files, compressions))
-    schema = read_schema(files, compressions, names)
-    dynamic = masker is not None
-    schema.check(max_seq_length, max_predictions_per_seq, required=_DYNAMIC_REQUIRED if dynamic else None,
-                 shorter_sequences=dynamic, masks=not dynamic)
+    sets = [_set_files(patterns, compression) for patterns in _input_sets(input_patterns, weights, is_training)]
+    schema = _checked_schema(sets, names, max_seq_length, max_predictions_per_seq, dynamic=masker is not None)
 
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 31)
         logging.info("pretraining_dataset: no seed given, drew seed=%d.", seed)
-    records = _pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer, seed,
-                                cycle_length, num_parallel_calls)
+    records = _mixed_records(sets, weights, input_context, is_training, shuffle_buffer, seed, cycle_length,
+                             num_parallel_calls)
     mask_seed = (seed * 1_000_003 + pipeline_id) % 2 ** 31
     parallel = dict(num_parallel_calls=num_parallel_calls, deterministic=True)
     if schema.packed:
@@ -126,6 +130,68 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
             batches = masker.mask_batches(batches, max_predictions_per_seq, mask_seed,
                                           num_parallel_calls=num_parallel_calls)
     return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def _input_sets(input_patterns, weights, is_training):
+    """The input sets to read: [input_patterns] without weights, else the list of sets, one per weight."""
+    if weights is None:
+        return [input_patterns]
+    if not is_training:
+        raise InputError(f"weights={weights!r}: input sets are mixed only for training (is_training=True); "
+                         f"evaluate on one input (a pattern string or a list of files), without weights.")
+    if isinstance(input_patterns, (str, os.PathLike)) or len(input_patterns) != len(weights):
+        raise InputError(f"weights={weights!r} needs one input set per weight, got input_patterns="
+                         f"{input_patterns!r}: pass a list of pattern strings, one per weight.")
+    for weight in weights:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
+            raise InputError(f"weights={weights!r} must be positive finite numbers (a share of the records each).")
+    return list(input_patterns)
+
+
+def _set_files(patterns, compression):
+    """(files, their compressions, their expected record bytes) of one input set."""
+    files = expand_file_patterns(patterns)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
+        compressions = list(pool.map(lambda f: detect_compression(f, compression), files))
+        expected_bytes = list(pool.map(expected_record_bytes, files, compressions))
+    return files, compressions, expected_bytes
+
+
+def _checked_schema(sets, names, max_seq_length, max_predictions_per_seq, dynamic):
+    """The records' schema, from each input set's first record checked against the lengths asked for (only
+    input_ids, up to max_seq_length, when masks are drawn again); the sets must hold the same features."""
+    schemas = []
+    for files, compressions, _ in sets:
+        schema = read_schema(files, compressions, names)
+        schema.check(max_seq_length, max_predictions_per_seq, required=_DYNAMIC_REQUIRED if dynamic else None,
+                     shorter_sequences=dynamic, masks=not dynamic)
+        first = schemas[0] if schemas else schema
+        if _form(schema) != _form(first) or (schema.packed and schema.lengths != first.lengths):
+            raise InputError(f"The records of {schema.path} ({_form(schema)}) do not match those of {first.path} "
+                             f"({_form(first)}): the input sets mixed in one phase must be written alike (the "
+                             f"same names, features and lengths).")
+        schemas.append(schema)
+    return schemas[0]
+
+
+def _form(schema):
+    """The names, packing and features of a schema, for comparing and naming input sets."""
+    return (f"{schema.names} names, {'packed rows' if schema.packed else 'one instance per record'}, features "
+            f"{sorted(schema.record_name(name) for name in schema.length_of)}")
+
+
+def _mixed_records(sets, weights, input_context, is_training, shuffle_buffer, seed, cycle_length,
+                   num_parallel_calls):
+    """This pipeline's (path, serialized record) pairs: the one input set's, or drawn from several at `weights`,
+    each set read with its own seed."""
+    per_set = [_pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer,
+                                 (seed + k * _SET_SEED_STRIDE) % 2 ** 31, cycle_length, num_parallel_calls)
+               for k, (files, compressions, expected_bytes) in enumerate(sets)]
+    if weights is None:
+        return per_set[0]
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    return tf.data.Dataset.sample_from_datasets(per_set, weights=[float(w) for w in weights],
+                                                seed=(seed * 1_000_033 + pipeline_id) % 2 ** 31)
 
 
 def _pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer, seed,

@@ -1,6 +1,6 @@
-"""What a run checks before its first step, so that a bad input fails in seconds, not hours in: every phase's and
-the eval's record files exist and their first records have the lengths the recipe gives and ids the model's
-embeddings hold (`records.checker.check_record_files`)."""
+"""What a run checks before its first step, so that a bad input fails in seconds, not hours in: every phase's
+(its `mixed_inputs` too) and the eval's record files exist and their first records have the lengths the recipe
+gives and ids the model's embeddings hold (`records.checker.check_record_files`)."""
 
 from bert_tf.errors import InputError
 from bert_tf.records.checker import check_record_files
@@ -13,8 +13,11 @@ def check_run_inputs(recipe, config, masker=None):
     >>> check_run_inputs(recipe, config)  # doctest: +SKIP
     """
     last = recipe.phases[-1]
-    inputs = [(f"phase {p.name!r} (--input_file)", p.input_file, p.max_seq_length, p.max_predictions_per_seq)
-              for p in recipe.phases]
+    inputs = []
+    for p in recipe.phases:
+        inputs.append((f"phase {p.name!r} (--input_file)", p.input_file, p.max_seq_length, p.max_predictions_per_seq))
+        inputs += [(f"phase {p.name!r} mixed_inputs[{i}]", s.input_file, p.max_seq_length, p.max_predictions_per_seq)
+                   for i, s in enumerate(p.mixed_inputs)]
     if recipe.eval.input_file:
         inputs.append(("the eval input (--eval_input_file)", recipe.eval.input_file,
                        recipe.eval.max_seq_length or last.max_seq_length,

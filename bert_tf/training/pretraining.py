@@ -251,13 +251,18 @@ class PretrainingRun:
         logging.info("Phase %s: steps %d-%d, seq %d, %d predictions; global batch %d = %d replica(s) x %d "
                      "micro-batch(es) x %d sequences.", phase.name, self.step, end, phase.max_seq_length,
                      phase.max_predictions_per_seq, global_batch, layout.num_replicas, accumulation, micro)
+        inputs, weights = phase.input_file, None
+        if phase.mixed_inputs:  # records drawn from the phase's own input and each other set at their shares
+            inputs, weights = (list(column) for column in zip(*phase.input_sets))
+            logging.info("Phase %s mixes its input sets: %s.", phase.name,
+                         "; ".join(f"{pattern} at {share:.4g}" for pattern, share in phase.input_sets))
         iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
-            phase.input_file, phase.max_seq_length, phase.max_predictions_per_seq,
+            inputs, phase.max_seq_length, phase.max_predictions_per_seq,
             layout.host_batch_size(global_batch), is_training=True,
             input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None,
             shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=parts.masker,
             row_layout=self._row_layout(phase.max_seq_length, phase.max_predictions_per_seq),
-            packing_window=recipe.row_packing.window))
+            packing_window=recipe.row_packing.window, weights=weights))
         checkpoint = TrainingCheckpoint(
             directory=parts.ckpt_dir, model=parts.model, optimizer=parts.optimizer, phase=parts.phase_var,
             iterators=iterators, layout=layout, metric_window=parts.controller.window.sums,

@@ -4,8 +4,9 @@
   shares): every section checks its own fields when it is built (types from the annotations, ranges in its
   `_rules`), and errors name the field, the value and the fix;
 - YAML loading: `load_recipe` (numbers in YAML 1.2's syntax, so `1e-4` is a number, not a string);
-- overrides: `Recipe.override({"optimizer.beta_1": 0.95, "phases.input_file": [...]})`, one mechanism for every
-  field, which `with_overrides(**flags)` and `bert-pretrain`'s flags go through.
+- overrides: `Recipe.override({"optimizer.beta_1": 0.95, "phases.input_file": [...],
+  "phases.0.mixed_inputs": "[{input_file: general-*.tfrecord, share: 0.05}]"})`, one mechanism for every field,
+  which `with_overrides(**flags)` and `bert-pretrain`'s flags go through.
 
 So adding a recipe field touches the dataclass it belongs to (with its rule) and the YAML files that set it.
 The model's `BertConfig` is resolved where the run is assembled (`training/pretraining.py`).
@@ -32,6 +33,7 @@ from bert_tf.config_schema import (
     check_value_type,
     parse_value,
     read_yaml,
+    section_items,
 )
 from bert_tf.optimizers.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
@@ -84,10 +86,24 @@ class OptimizerSpec(_Section):
 
 
 @dataclasses.dataclass(frozen=True)
+class InputSet(_Section):
+    """Another input set a phase mixes into its own (`Phase.mixed_inputs`), e.g. a general corpus replayed beside
+    the domain's: `input_file` (comma-separated globs, as the phase's) supplies a `share` of the phase's records."""
+
+    input_file: str
+    share: float
+
+    def _rules(self):
+        return (("share", 0.0 < self.share < 1.0, "must lie in (0, 1): the fraction of the phase's records read "
+                                                  "from this input_file"),)
+
+
+@dataclasses.dataclass(frozen=True)
 class Phase(_Section):
     """A stretch of the run with its own input files and lengths. `num_steps` counts this phase's steps;
     `train_batch_size` (global) and `max_micro_batch_size` (sequences one replica computes at once: shorter
-    sequences fit more) default to the recipe's. (Checked by the recipe, which knows its index.)"""
+    sequences fit more) default to the recipe's. `mixed_inputs`: other input sets drawn from at their shares, the
+    phase's own `input_file` supplying the rest (1 - their sum). (Checked by the recipe, which knows its index.)"""
 
     name: str
     num_steps: int
@@ -96,9 +112,26 @@ class Phase(_Section):
     input_file: Optional[str] = None
     train_batch_size: Optional[int] = None
     max_micro_batch_size: Optional[int] = None
+    mixed_inputs: typing.Tuple[InputSet, ...] = ()
 
     def __post_init__(self):
         pass
+
+    def _rules(self):
+        total = sum(s.share for s in self.mixed_inputs)
+        return (("mixed_inputs", total < 1.0,
+                 f"must have shares that sum below 1 (they sum to {total:g}; the phase's own input_file reads the "
+                 f"rest, 1 - sum): lower them"),)
+
+    @property
+    def input_sets(self):
+        """((input_file, share), ...) of the phase's own input and each of `mixed_inputs`, the shares summing to 1.
+
+        >>> Phase("p", 1, 128, 20, "domain-*", mixed_inputs=(InputSet("general-*", 0.25),)).input_sets
+        (('domain-*', 0.75), ('general-*', 0.25))
+        """
+        own = 1.0 - sum(s.share for s in self.mixed_inputs)
+        return ((self.input_file, own), *((s.input_file, s.share) for s in self.mixed_inputs))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -280,7 +313,7 @@ class Recipe(_Section):
         model = values.pop("model")
         values["model"] = {"preset": model["preset"], "bert_config_file": model["bert_config_file"],
                            **model["overrides"]}
-        values["phases"] = [dict(p) for p in values["phases"]]
+        values["phases"] = [dict(p, mixed_inputs=[dict(s) for s in p["mixed_inputs"]]) for p in values["phases"]]
         values["optimizer"]["exclude_from_weight_decay"] = list(values["optimizer"]["exclude_from_weight_decay"])
         return values
 
@@ -349,6 +382,7 @@ class Recipe(_Section):
 
 
 _PHASE_FIELDS = {f.name for f in dataclasses.fields(Phase)}
+_LIST_PHASE_FIELDS = {f.name for f in dataclasses.fields(Phase) if section_items(typing.get_type_hints(Phase)[f.name])}
 # Fields whose values stay strings in `override` even when they read as something else in YAML (a file "1e-4").
 _STRING_FIELDS = {f.name for cls in (Recipe, Phase, BertConfig, *SECTIONS.values()) for f in dataclasses.fields(cls)
                   if typing.get_type_hints(cls)[f.name] in (str, Optional[str])}
@@ -373,7 +407,10 @@ def _set_path(recipe, values, path, value):
     """Sets `path` (dotted) in the recipe's dict `values`; unknown paths are an error naming the known ones."""
     parts = path.split(".")
     if parts[0] == "phases" and len(parts) == 2 and parts[1] in _PHASE_FIELDS:
-        per_phase = list(value) if isinstance(value, (list, tuple)) else [value]
+        # A list field (mixed_inputs) takes a list per phase; one list of its items is a one-phase recipe's value.
+        one_value = not isinstance(value, (list, tuple)) or (
+            parts[1] in _LIST_PHASE_FIELDS and not (value and all(isinstance(v, (list, tuple)) for v in value)))
+        per_phase = [value] if one_value else list(value)
         if len(per_phase) != len(values["phases"]):
             raise RecipeError(
                 f"--{parts[1]} was given {len(per_phase)} time(s) but recipe {recipe.name!r} has "
@@ -456,6 +493,9 @@ def _check_phases(recipe):
         if not isinstance(phase, Phase):
             raise RecipeError(f"{where}={phase!r} must be a Phase.")
         check_field_types(phase, f"{where}.", RecipeError)
+        for field, ok, rule in phase._rules():
+            if not ok:
+                raise RecipeError(f"{where}.{field}={getattr(phase, field)!r} {rule}.")
         if phase.name in names:
             raise RecipeError(f"{where}.name={phase.name!r} is used twice: give each phase its own name.")
         names.add(phase.name)
