@@ -12,8 +12,12 @@ text. Then each adapted encoder and the unadapted one is fine-tuned on a verse t
 which of the historical books (Joshua to Esther, the ones with held-out chapters) a verse comes from, beside two
 bag-of-words baselines (all words, and capitalised words only, i.e. names).
 
-  .venv/bin/python bench/bench_continue_pretraining.py --mode=quick   # ~10 minutes on 2 CPU cores
-  .venv/bin/python bench/bench_continue_pretraining.py --mode=full    # by hand: longer runs, every seed fine-tuned
+  .venv/bin/python bench/bench_continue_pretraining.py --mode=quick   # ~35 minutes on 2 CPU cores
+  .venv/bin/python bench/bench_continue_pretraining.py --mode=full    # by hand: 1,000 steps a run, ~5 hours
+
+Every run has the continue_domain recipe's peak learning rate (2e-5), warmup over the first 10% of its steps and
+linear decay; each pre-training seed's encoders are fine-tuned with that seed. `--learning_rate=1e-4
+--variants=continued` shows what the paper's from-scratch rate does to the released encoder.
 
 Writes `results.json` and prints the tables that docs/continue_pretraining.md quotes. The data and converted model
 are reused from --output_dir when present.
@@ -28,6 +32,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -72,14 +77,20 @@ class Mode:
     finetune_learning_rate: float
 
 
+# The learning rate is the continue_domain recipe's (2e-5) for every run, scratch included: equal steps, tokens and
+# schedule. The paper's from-scratch rate, 1e-4, disturbs a released encoder in the first steps (--learning_rate=1e-4
+# shows it: the original AdamWeightDecay has no bias correction, so its first updates are about 3x the rate on every
+# weight, driven by the fresh heads' gradients).
+RECIPE_LEARNING_RATE = load_recipe("continue_domain").learning_rate
 MODES = {
-    # Sized for about ten minutes on 2 CPU cores: far too short for the fresh masked-LM head of an encoder-only
-    # checkpoint to get past predicting frequent words; the full mode is the comparison.
-    "quick": Mode(steps=40, batch=16, seq=32, predictions=5, learning_rate=1e-4, eval_points=2, eval_batches=20,
-                  seeds=(0, 1), finetune_seeds=(0,), finetune_epochs=4, finetune_seq=48, finetune_learning_rate=1e-4),
-    "full": Mode(steps=3000, batch=32, seq=64, predictions=10, learning_rate=1e-4, eval_points=6, eval_batches=100,
-                 seeds=(0, 1), finetune_seeds=(0, 1), finetune_epochs=10, finetune_seq=64,
-                 finetune_learning_rate=5e-5),
+    # About 35 minutes on 2 quiet CPU cores (2.4 s a step of 32 sequences of 64 tokens).
+    "quick": Mode(steps=80, batch=32, seq=64, predictions=10, learning_rate=RECIPE_LEARNING_RATE, eval_points=2,
+                  eval_batches=10, seeds=(0, 1), finetune_seeds=(0, 1), finetune_epochs=4, finetune_seq=48,
+                  finetune_learning_rate=1e-4),
+    # By hand: about 5 hours on 2 CPU cores, minutes on a GPU.
+    "full": Mode(steps=1000, batch=32, seq=64, predictions=10, learning_rate=RECIPE_LEARNING_RATE, eval_points=5,
+                 eval_batches=50, seeds=(0, 1), finetune_seeds=(0, 1), finetune_epochs=4, finetune_seq=48,
+                 finetune_learning_rate=1e-4),
 }
 VARIANTS = ("continued", "continued_extended_vocab", "scratch")
 HISTORY_BOOKS = {6: "Joshua", 7: "Judges", 8: "Ruth", 9: "1 Samuel", 10: "2 Samuel", 11: "1 Kings", 12: "2 Kings",
@@ -137,6 +148,7 @@ def pretrain(out, variant, seed, mode, converted, vocabs, records):
     """One run; returns ({step: held-out masked-LM accuracy}, model_dir, seconds)."""
     vocab_name = "extended" if variant == "continued_extended_vocab" else "base"
     model_dir = os.path.join(out, "runs", f"{variant}_seed{seed}")
+    shutil.rmtree(model_dir, ignore_errors=True)  # a run left by an earlier bench would be resumed, not repeated
     save_every = mode.steps // mode.eval_points
     recipe = load_recipe("continue_domain").with_overrides(
         vocab_file=vocabs[vocab_name], input_file=[records[vocab_name]["train"]], max_seq_length=[mode.seq],
@@ -234,12 +246,32 @@ def finetune(encoder, vocab_file, train, test, mode, seed=0):
     return float(np.mean(predictions == y_test))
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mode", choices=sorted(MODES), default="quick")
     parser.add_argument("--output_dir", default="/tmp/bench_continue_pretraining")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
+    parser.add_argument("--steps", type=int, help="pre-training steps of every run (default: the mode's)")
+    parser.add_argument("--learning_rate", type=float, help="peak rate of every run (default: the recipe's)")
+    parser.add_argument("--seeds", help="comma-separated pre-training seeds (default: the mode's); each is fine-tuned")
     args = parser.parse_args()
-    mode, out = MODES[args.mode], args.output_dir
+    variants = tuple(args.variants.split(","))
+    if not set(variants) <= set(VARIANTS):
+        parser.error(f"--variants={args.variants}: choose among {', '.join(VARIANTS)}")
+    mode = MODES[args.mode]
+    if args.steps:
+        mode = dataclasses.replace(mode, steps=args.steps)
+    if args.learning_rate:
+        mode = dataclasses.replace(mode, learning_rate=args.learning_rate)
+    if args.seeds:
+        seeds = tuple(int(s) for s in args.seeds.split(","))
+        mode = dataclasses.replace(mode, seeds=seeds, finetune_seeds=seeds)
+    return args, mode, variants
+
+
+def main():
+    args, mode, variants = parse_args()
+    out = args.output_dir
     os.makedirs(out, exist_ok=True)
     header = run_header()
     print("\n".join(header), flush=True)
@@ -251,7 +283,7 @@ def main():
           flush=True)
 
     runs = {}
-    for variant in VARIANTS:
+    for variant in variants:
         for seed in mode.seeds:
             curve, model_dir, seconds = pretrain(out, variant, seed, mode, converted, vocabs, records)
             runs[f"{variant}/seed{seed}"] = {"curve": curve, "model_dir": model_dir, "train_seconds": seconds}
@@ -266,46 +298,78 @@ def main():
           f"{task['majority']:.3f}, bag of words {task['bag_of_words']:.3f}, names only {task['names_only']:.3f}, "
           f"without names {task['without_names']:.3f}",
           flush=True)
-    finetuned = {"unadapted": finetune(load_encoder(converted), vocabs["base"], train, test, mode)}
-    print(f"fine-tuned unadapted: {finetuned['unadapted']:.3f}", flush=True)
-    for variant in VARIANTS:
-        for seed in mode.finetune_seeds:
+    finetuned = {}
+    for seed in mode.finetune_seeds:
+        # The same classifier seed for every encoder of a seed: the encoders are what differ.
+        finetuned[f"unadapted/seed{seed}"] = finetune(load_encoder(converted), vocabs["base"], train, test, mode, seed)
+        print(f"fine-tuned unadapted, seed {seed}: {finetuned[f'unadapted/seed{seed}']:.3f}", flush=True)
+        for variant in variants:
             run = runs[f"{variant}/seed{seed}"]
             vocab = vocabs["extended" if variant == "continued_extended_vocab" else "base"]
-            finetuned[f"{variant}/seed{seed}"] = finetune(load_encoder(run["model_dir"]), vocab, train, test, mode)
+            finetuned[f"{variant}/seed{seed}"] = finetune(load_encoder(run["model_dir"]), vocab, train, test, mode,
+                                                          seed)
             print(f"fine-tuned {variant} seed {seed}: {finetuned[f'{variant}/seed{seed}']:.3f}", flush=True)
 
-    results = {"mode": args.mode, "settings": dataclasses.asdict(mode), "tokens_per_word": tokens_per_word,
-               "pretraining": runs, "verse_task": task, "finetuned_test_accuracy": finetuned,
-               "wall_seconds": time.perf_counter() - began, "header": header,
+    results = {"mode": args.mode, "settings": dataclasses.asdict(mode), "variants": variants,
+               "tokens_per_word": tokens_per_word, "pretraining": runs, "verse_task": task,
+               "finetuned_test_accuracy": finetuned, "wall_seconds": time.perf_counter() - began, "header": header,
                "load_average_at_end": load_average()}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
     print_tables(results)
+    plot_curves(results, os.path.join(out, "continue_pretraining.png"))
+
+
+def seed_cells(values):
+    """'mean (seed 0, seed 1, ...)' of a list of numbers."""
+    return f"{np.mean(values):.3f} ({', '.join(f'{v:.3f}' for v in values)})"
+
+
+def curves_by_variant(results):
+    """{variant: [{step: accuracy} per seed]} with integer steps (JSON keeps them as strings)."""
+    return {variant: [{int(s): a for s, a in run["curve"].items()} for name, run in results["pretraining"].items()
+                      if name.startswith(variant + "/")] for variant in results["variants"]}
 
 
 def print_tables(results):
-    runs = results["pretraining"]
-    steps = sorted({int(s) for run in runs.values() for s in run["curve"]})
+    curves = curves_by_variant(results)
+    steps = sorted({s for seeds in curves.values() for c in seeds for s in c})
     print("\nHeld-out masked-LM accuracy by step (mean of seeds; each seed in brackets)")
     print("| run | " + " | ".join(f"step {s}" for s in steps) + " |")
     print("|---|" + "---|" * len(steps))
-    for variant in VARIANTS:
-        seeds = [run["curve"] for name, run in runs.items() if name.startswith(variant + "/")]
-        cells = []
-        for s in steps:
-            values = [c.get(s, c.get(str(s))) for c in seeds]
-            cells.append(f"{np.mean(values):.3f} ({', '.join(f'{v:.3f}' for v in values)})")
-        print(f"| {variant} | " + " | ".join(cells) + " |")
-    print("\nVerse task (test accuracy)")
-    task = results["verse_task"]
-    print("| majority | bag of words | names only | words without names | "
-          + " | ".join(results["finetuned_test_accuracy"]) + " |")
-    print("|---|---|---|---|" + "---|" * len(results["finetuned_test_accuracy"]))
+    for variant, seeds in curves.items():
+        print(f"| {variant} | " + " | ".join(seed_cells([c[s] for c in seeds]) for s in steps) + " |")
+    task, finetuned = results["verse_task"], results["finetuned_test_accuracy"]
+    encoders = ("unadapted",) + tuple(results["variants"])
+    print(f"\nVerse task ({len(task['books'])} books, {task['train']} training / {task['test']} test verses): test "
+          f"accuracy, mean of the fine-tuning seeds (each in brackets)")
+    print("| majority | bag of words | names only | words without names | " + " | ".join(encoders) + " |")
+    print("|---|---|---|---|" + "---|" * len(encoders))
+    cells = [seed_cells([v for k, v in finetuned.items() if k.startswith(name + "/")]) for name in encoders]
     print(f"| {task['majority']:.3f} | {task['bag_of_words']:.3f} | {task['names_only']:.3f} | "
-          f"{task['without_names']:.3f} | "
-          + " | ".join(f"{v:.3f}" for v in results["finetuned_test_accuracy"].values()) + " |")
+          f"{task['without_names']:.3f} | " + " | ".join(cells) + " |")
     print(f"\nwall time {results['wall_seconds']:.0f} s; load average at the end: {results['load_average_at_end']}")
+
+
+def plot_curves(results, path):
+    """Held-out masked-LM accuracy against steps, a line per run, one colour per variant."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+    figure, axes = pyplot.subplots(figsize=(6, 4))
+    for (variant, seeds), colour in zip(curves_by_variant(results).items(), ("C0", "C1", "C2")):
+        for i, curve in enumerate(seeds):
+            steps = sorted(curve)
+            axes.plot(steps, [curve[s] for s in steps], color=colour, marker="o", alpha=0.8,
+                      label=variant if i == 0 else None)
+    settings = results["settings"]
+    axes.set(xlabel="pre-training step", ylabel="held-out masked-LM accuracy",
+             title=f"MiniLM-L6 on the Bible: batch {settings['batch']}, seq {settings['seq']}, "
+                   f"lr {settings['learning_rate']:g}")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    print(f"figure: {path}")
 
 
 if __name__ == "__main__":
