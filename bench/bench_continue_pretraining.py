@@ -12,7 +12,7 @@ text. Then each adapted encoder and the unadapted one is fine-tuned on a verse t
 which of the historical books (Joshua to Esther, the ones with held-out chapters) a verse comes from, beside two
 bag-of-words baselines (all words, and capitalised words only, i.e. names).
 
-  .venv/bin/python bench/bench_continue_pretraining.py --mode=quick   # ~35 minutes on 2 CPU cores
+  .venv/bin/python bench/bench_continue_pretraining.py --mode=quick   # ~40 minutes on 2 CPU cores
   .venv/bin/python bench/bench_continue_pretraining.py --mode=full    # by hand: 1,000 steps a run, ~5 hours
 
 Every run has the continue_domain recipe's peak learning rate (2e-5), warmup over the first 10% of its steps and
@@ -83,7 +83,7 @@ class Mode:
 # weight, driven by the fresh heads' gradients).
 RECIPE_LEARNING_RATE = load_recipe("continue_domain").learning_rate
 MODES = {
-    # About 35 minutes on 2 quiet CPU cores (2.4 s a step of 32 sequences of 64 tokens).
+    # About 40 minutes on 2 quiet CPU cores (2.6 s a step of 32 sequences of 64 tokens; 7 fine-tunings).
     "quick": Mode(steps=80, batch=32, seq=64, predictions=10, learning_rate=RECIPE_LEARNING_RATE, eval_points=2,
                   eval_batches=10, seeds=(0, 1), finetune_seeds=(0, 1), finetune_epochs=4, finetune_seq=48,
                   finetune_learning_rate=1e-4),
