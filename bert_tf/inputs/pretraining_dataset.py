@@ -185,7 +185,7 @@ def _mixed_records(sets, weights, input_context, is_training, shuffle_buffer, se
     """This pipeline's (path, serialized record) pairs: the one input set's, or drawn from several at `weights`,
     each set read with its own seed."""
     per_set = [_pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer,
-                                 (seed + k * _SET_SEED_STRIDE) % 2 ** 31, cycle_length, num_parallel_calls)
+                                 seed + k * _SET_SEED_STRIDE, cycle_length, num_parallel_calls)
                for k, (files, compressions, expected_bytes) in enumerate(sets)]
     if weights is None:
         return per_set[0]
