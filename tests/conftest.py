@@ -43,9 +43,10 @@ def tiny_config_fixture():
 
 
 # The longest test files (minutes each, measured in CI), collected first: `make test` hands whole files to its two
-# workers in collection order (--no-loadscope-reorder; xdist's default order, most tests first, started the demo's
-# ten minutes last and kept one worker busy long after the other was done).
-LONGEST_FIRST = ("test_demo.py", "test_distributed_training.py", "test_compiled_program.py", "test_finetune_cli.py")
+# workers in collection order (--no-loadscope-reorder; xdist's default order, most tests first, started the longest
+# files last and kept one worker busy long after the other was done). The demo's file runs on its own after them.
+LONGEST_FIRST = ("test_distributed_training.py", "test_finetune_cli.py", "test_compiled_program.py",
+                 "test_bad_inputs.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -19,7 +19,7 @@ from bert_tf.training.evaluation import unigram_baseline
 
 def run_demo(output_dir):
     process = subprocess.run([sys.executable, "-m", "bert_tf.demo", f"--output_dir={output_dir}"],
-                             capture_output=True, text=True, timeout=1200)
+                             capture_output=True, text=True, timeout=2400)
     assert process.returncode == 0, process.stderr[-3000:]
     return process
 
