@@ -115,6 +115,14 @@ ROWS = {
         Row("records of another length", ["--config={recipe}", "--model_dir={out}/run", "--max_seq_length=32",
                                           "--set=model.max_position_embeddings=32"], 2,
             ["phase 'seq16'", "do not match max_seq_length=32"]),
+        Row("mixed input set missing", ["--config={recipe}", "--model_dir={out}/run",
+                                        "--set=phases.0.mixed_inputs=[{{input_file: '{out}/general-*.tfrecord', "
+                                        "share: 0.1}}]"], 2,
+            ["phase 'seq16' mixed_inputs[0]", "{out}/general-*.tfrecord", "matches no file"]),
+        Row("mixed input shares leave none to the phase", ["--config={recipe}", "--model_dir={out}/run",
+                                                           "--set=phases.0.mixed_inputs=[{{input_file: '{records}', "
+                                                           "share: 0.6}}, {{input_file: '{records}', share: 0.5}}]"], 2,
+            ["phases[0].mixed_inputs=", "share"]),
         Row("ids above the vocab", ["--config={recipe}", "--model_dir={out}/run", "--vocab_file={small_vocab}"], 2,
             ["phase 'seq16'", "{records}", "outside [0, vocab_size=16)"]),
         Row("corrupt train records", ["--config={recipe}", "--model_dir={out}/run",

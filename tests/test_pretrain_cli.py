@@ -355,8 +355,11 @@ def test_mixed_inputs_set_on_the_command_line_train_and_log_their_shares(data, t
                    f"--vocab_file={data['vocab']}", "--peak_tflops=1",
                    f"--set=phases.0.mixed_inputs=[{{input_file: {data['general16']}, share: 0.2}}]")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"Phase seq16 mixes its input sets: {data['seq16']} at 0.8; {data['general16']} at 0.2." in done.stderr
+    shares = f"{data['seq16']} at 0.8, {data['general16']} at 0.2"
+    assert f"Phase seq16 mixes its input sets: {shares}." in done.stderr
     assert "step 10/10 [seq16] loss " in done.stderr
+    with open(os.path.join(model_dir, "training_summary.txt")) as f:
+        assert f"phases: seq16 10 steps at 16/4 (records from {shares})" in f.read()
     with open(os.path.join(model_dir, "recipe.yaml")) as f:
         assert yaml.safe_load(f)["phases"][0]["mixed_inputs"] == [{"input_file": data["general16"], "share": 0.2}]
 

@@ -191,6 +191,15 @@ def test_mixed_inputs_errors_name_the_item_and_field(value, message):
         load_recipe("demo_cpu").override({"phases.0.mixed_inputs": value})
 
 
+def test_mixed_inputs_for_every_phase_need_one_list_per_phase():
+    # The field has no flag of its own, so the message names the --set that gave it.
+    with pytest.raises(RecipeError, match=r"^--set phases\.mixed_inputs= gave 1 list\(s\) but recipe "
+                                          r"'bert_base_paper' has 2 phases \(seq128, seq512\): give a list of lists"):
+        load_recipe("bert_base_paper").override({"phases.mixed_inputs": "[{input_file: a, share: 0.1}]"})
+    both = load_recipe("bert_base_paper").override({"phases.mixed_inputs": "[[{input_file: a, share: 0.1}], []]"})
+    assert [p.mixed_inputs for p in both.phases] == [(InputSet("a", 0.1),), ()]
+
+
 def test_mixed_inputs_errors_in_a_file_name_the_file(tmp_path):
     path = write_yaml(tmp_path, "phases:\n  - {name: p, num_steps: 3000, max_seq_length: 32, "
                                 "max_predictions_per_seq: 5,\n     mixed_inputs: [{input_file: a, share: 0.1}, "

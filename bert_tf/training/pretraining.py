@@ -254,8 +254,7 @@ class PretrainingRun:
         inputs, weights = phase.input_file, None
         if phase.mixed_inputs:  # records drawn from the phase's own input and each other set at their shares
             inputs, weights = (list(column) for column in zip(*phase.input_sets))
-            logging.info("Phase %s mixes its input sets: %s.", phase.name,
-                         "; ".join(f"{pattern} at {share:.4g}" for pattern, share in phase.input_sets))
+            logging.info("Phase %s mixes its input sets: %s.", phase.name, phase.input_sets_text)
         iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
             inputs, phase.max_seq_length, phase.max_predictions_per_seq,
             layout.host_batch_size(global_batch), is_training=True,

@@ -133,6 +133,15 @@ class Phase(_Section):
         own = 1.0 - sum(s.share for s in self.mixed_inputs)
         return ((self.input_file, own), *((s.input_file, s.share) for s in self.mixed_inputs))
 
+    @property
+    def input_sets_text(self):
+        """The input sets and their shares, as the run's log and summary write them.
+
+        >>> Phase("p", 1, 128, 20, "domain-*", mixed_inputs=(InputSet("general-*", 0.25),)).input_sets_text
+        'domain-* at 0.75, general-* at 0.25'
+        """
+        return ", ".join(f"{pattern} at {share:.4g}" for pattern, share in self.input_sets)
+
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec(_Section):
@@ -412,10 +421,13 @@ def _set_path(recipe, values, path, value):
             parts[1] in _LIST_PHASE_FIELDS and not (value and all(isinstance(v, (list, tuple)) for v in value)))
         per_phase = [value] if one_value else list(value)
         if len(per_phase) != len(values["phases"]):
-            raise RecipeError(
-                f"--{parts[1]} was given {len(per_phase)} time(s) but recipe {recipe.name!r} has "
-                f"{len(values['phases'])} phases ({', '.join(p['name'] for p in values['phases'])}): give it once "
-                f"per phase, in order.")
+            phases = f"{len(values['phases'])} phases ({', '.join(p['name'] for p in values['phases'])})"
+            if parts[1] in _LIST_PHASE_FIELDS:  # no flag of its own: only --set reaches it
+                raise RecipeError(f"--set {path}= gave {len(per_phase)} list(s) but recipe {recipe.name!r} has "
+                                  f"{phases}: give a list of lists, one per phase, in order, or set one phase's "
+                                  f"with --set phases.N.{parts[1]}=[...].")
+            raise RecipeError(f"--{parts[1]} was given {len(per_phase)} time(s) but recipe {recipe.name!r} has "
+                              f"{phases}: give it once per phase, in order.")
         for phase, v in zip(values["phases"], per_phase):
             phase[parts[1]] = v
         return

@@ -72,6 +72,7 @@ def summary_lines(recipe, config, final_step, history, eval_results, elapsed_sec
              f"{layout.num_workers} worker(s) and {layout.num_input_pipelines} input host(s), "
              f"mixed_precision {recipe.mixed_precision}, jit_compile {recipe.jit_compile}",
              "phases: " + ", ".join(f"{p.name} {p.num_steps} steps at {p.max_seq_length}/{p.max_predictions_per_seq}"
+                                    + (f" (records from {p.input_sets_text})" if p.mixed_inputs else "")
                                     for p in recipe.phases),
              f"steps: {final_step} of {recipe.num_train_steps}; this process ran {elapsed_seconds:.0f} s"]
     if history:
