@@ -191,8 +191,11 @@ def test_mixed_inputs_errors_name_the_item_and_field(value, message):
         load_recipe("demo_cpu").override({"phases.0.mixed_inputs": value})
 
 
-def test_mixed_inputs_for_every_phase_need_one_list_per_phase():
-    # The field has no flag of its own, so the message names the --set that gave it.
+def test_phase_fields_set_for_every_phase_need_one_value_per_phase():
+    # Given by --set (num_steps and mixed_inputs have no flag of their own), the message names the --set.
+    with pytest.raises(RecipeError, match=r"^--set phases\.num_steps= gave 3 value\(s\) but recipe "
+                                          r"'bert_base_paper' has 2 phases \(seq128, seq512\): give a list of values"):
+        load_recipe("bert_base_paper").override({"phases.num_steps": "[1, 2, 3]"})
     with pytest.raises(RecipeError, match=r"^--set phases\.mixed_inputs= gave 1 list\(s\) but recipe "
                                           r"'bert_base_paper' has 2 phases \(seq128, seq512\): give a list of lists"):
         load_recipe("bert_base_paper").override({"phases.mixed_inputs": "[{input_file: a, share: 0.1}]"})

@@ -326,16 +326,20 @@ class Recipe(_Section):
         values["optimizer"]["exclude_from_weight_decay"] = list(values["optimizer"]["exclude_from_weight_decay"])
         return values
 
-    def override(self, overrides):
+    def override(self, overrides, flags=None):
         """A copy with fields replaced by dotted path: "learning_rate", "optimizer.beta_1", "model.hidden_size"
         (a `BertConfig` field), "phases.input_file" (a list with one value per phase, or one value for a
         one-phase recipe), "phases.1.max_seq_length". String values (from `--set field=value`) are read as YAML.
+
+        `flags` maps a path to the flag that gave it (`with_overrides`), for the errors to name; other paths
+        came from `--set`.
 
         Four fields carry a rule: a new num_train_steps rescales the phases in proportion (900k/100k ->
         90%/10%), a new train_batch_size or max_micro_batch_size replaces the phases' own, a bert_config_file
         replaces the preset.
         """
         values = self.to_dict()
+        flags = flags or {}
         total = None
         for path, value in overrides.items():
             if isinstance(value, str) and path.split(".")[-1] not in _STRING_FIELDS:
@@ -343,7 +347,7 @@ class Recipe(_Section):
             if path == "num_train_steps":
                 total = value
                 continue
-            _set_path(self, values, path, value)
+            _set_path(self, values, path, value, flags.get(path))
             if path in ("train_batch_size", "max_micro_batch_size"):
                 for phase in values["phases"]:
                     phase[path] = None
@@ -363,15 +367,15 @@ class Recipe(_Section):
         `optimizer` (a name), `dynamic_masking` (a bool), `eval_input_file`, `bert_config_file`, and per phase
         `input_file`, `max_seq_length`, `max_predictions_per_seq` (one value per phase, in order)."""
         recipe_fields = {f.name for f in dataclasses.fields(Recipe)}
-        paths = {}
+        paths, given_by = {}, {}
         for key, value in flags.items():
             if value is None:
                 continue
             path = ALIASES.get(key, key)
             if path not in recipe_fields and "." not in path and path in _PHASE_FIELDS:
                 path = f"phases.{path}"
-            paths[path] = value
-        return self.override(paths)
+            paths[path], given_by[path] = value, f"--{key}"
+        return self.override(paths, given_by)
 
     @property
     def phase_ends(self):
@@ -412,8 +416,9 @@ def load_recipe(name_or_path):
     return Recipe.from_dict(values, os.path.basename(path))
 
 
-def _set_path(recipe, values, path, value):
-    """Sets `path` (dotted) in the recipe's dict `values`; unknown paths are an error naming the known ones."""
+def _set_path(recipe, values, path, value, flag=None):
+    """Sets `path` (dotted) in the recipe's dict `values`; unknown paths are an error naming the known ones. `flag`
+    is the command-line flag that gave the value (errors name it), else the value came from `--set`."""
     parts = path.split(".")
     if parts[0] == "phases" and len(parts) == 2 and parts[1] in _PHASE_FIELDS:
         # A list field (mixed_inputs) takes a list per phase; one list of its items is a one-phase recipe's value.
@@ -422,12 +427,14 @@ def _set_path(recipe, values, path, value):
         per_phase = [value] if one_value else list(value)
         if len(per_phase) != len(values["phases"]):
             phases = f"{len(values['phases'])} phases ({', '.join(p['name'] for p in values['phases'])})"
-            if parts[1] in _LIST_PHASE_FIELDS:  # no flag of its own: only --set reaches it
-                raise RecipeError(f"--set {path}= gave {len(per_phase)} list(s) but recipe {recipe.name!r} has "
-                                  f"{phases}: give a list of lists, one per phase, in order, or set one phase's "
-                                  f"with --set phases.N.{parts[1]}=[...].")
-            raise RecipeError(f"--{parts[1]} was given {len(per_phase)} time(s) but recipe {recipe.name!r} has "
-                              f"{phases}: give it once per phase, in order.")
+            if flag:
+                raise RecipeError(f"{flag} was given {len(per_phase)} time(s) but recipe {recipe.name!r} has "
+                                  f"{phases}: give it once per phase, in order.")
+            lists = parts[1] in _LIST_PHASE_FIELDS
+            raise RecipeError(f"--set {path}= gave {len(per_phase)} {'list(s)' if lists else 'value(s)'} but recipe "
+                              f"{recipe.name!r} has {phases}: give a list of "
+                              f"{'lists' if lists else 'values'}, one per phase, in order, or set one phase's with "
+                              f"--set phases.N.{parts[1]}=.")
         for phase, v in zip(values["phases"], per_phase):
             phase[parts[1]] = v
         return
