@@ -24,8 +24,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 # The linter, then the whole suite; tests marked `slow` run too unless SKIP_SLOW=1. The demo's end-to-end test
-# (7-8 minutes of both cores) runs after the others, alone: beside the two workers it got a third of the machine
-# and took over 20 minutes. Both parts always run; the target fails if either did.
+# (7.5-17 minutes of both cores, by machine) runs after the others, alone: beside the two workers it got a third
+# of the machine and took over 20 minutes. Both parts always run; the target fails if either did.
 test: lint
 	status=0; \
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 tests --ignore=tests/test_demo.py \
