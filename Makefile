@@ -4,8 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXTRAS ?= test,corpus,serving,hub,beam,transformers
+# jax 0.11.2 without TensorFlow, for the large tier's check of TensorFlow's step under jax's XLA (`jax-venv` below).
+JAX_VENV := .venv-jax
+JAX_STAMP := $(JAX_VENV)/.installed
+JAX_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 
-.PHONY: setup demo lint test test-tf220 clean
+.PHONY: setup demo lint test test-tf220 jax-venv clean
 
 setup: $(STAMP)
 
@@ -59,5 +63,17 @@ test-tf220:
 	TPU_LOAD_LIBRARY=0 $(TF220_VENV)/bin/python -m pytest -q -n 2 --durations=5 -p no:cacheprovider $(TF220_TESTS) \
 		$(TF220_DESELECT)
 
+# jax 0.11.2 (the GPU machine's version, which needs Python 3.12: Python 3.11 gets at most 0.10.2) in its own venv,
+# without TensorFlow: bench/run_xla_step.py runs TensorFlow's exported training step there, as it does on the GPU
+# machine (docs/accelerators.md, "TensorFlow's step under XLA:GPU"). tests/test_xla_step.py needs it.
+jax-venv: $(JAX_STAMP)
+
+$(JAX_STAMP):
+	$(JAX_PYTHON) -m venv $(JAX_VENV)
+	$(JAX_VENV)/bin/pip install -q --upgrade pip
+	$(JAX_VENV)/bin/pip install -q jax==0.11.2 jaxlib==0.11.2 numpy
+	$(JAX_VENV)/bin/python -c "import jax; assert jax.__version__ == '0.11.2', jax.__version__"
+	touch $(JAX_STAMP)
+
 clean:
-	rm -rf $(VENV) $(TF220_VENV) demo_output build *.egg-info
+	rm -rf $(VENV) $(TF220_VENV) $(JAX_VENV) demo_output build *.egg-info
