@@ -25,7 +25,7 @@ from bert_tf.model_dir import write_config, write_model_dir
 from bert_tf.text.bible import write_bible_split
 from bert_tf.text.vocab_learning import write_vocab as write_vocab_file
 from helpers import run_cli, tiny_config
-from pretraining_records import write_records, write_vocab
+from pretraining_records import vocab_tokens, write_records, write_vocab
 
 Row = collections.namedtuple("Row", "case args code words")
 
@@ -125,6 +125,22 @@ ROWS = {
             ["phases[0].mixed_inputs=", "share"]),
         Row("ids above the vocab", ["--config={recipe}", "--model_dir={out}/run", "--vocab_file={small_vocab}"], 2,
             ["phase 'seq16'", "{records}", "outside [0, vocab_size=16)"]),
+        # The records of one vocab trained with another of the same size: every id is in range, the specials are not.
+        Row("records of another vocab", ["--config={recipe}", "--model_dir={out}/run", "--vocab_file={shifted_vocab}"],
+            2, ["phase 'seq16'", "Record 0 of {records} has id 2 ('[unused1]' in this vocab) at position 0, where "
+                "[CLS] goes", "has [CLS] at id 5", "pass the vocab they were made with as --vocab_file"]),
+        Row("[MASK] of another vocab", ["--config={recipe}", "--model_dir={out}/run", "--input_file={records16}",
+                                        "--vocab_file={mask_moved_vocab}"], 2,
+            ["masked positions of the first records of {records16} hold id 4 most often ('w0' in this vocab",
+             "has [MASK] at id 5"]),
+        Row("vocab_file forgotten", ["--config={recipe_without_vocab}", "--model_dir={out}/run"], 2,
+            ["No vocab for this run: pass --vocab_file=VOCAB"]),
+        Row("vocab smaller than the model", ["--config={recipe}", "--model_dir={out}/run",
+                                             "--set=model.vocab_size=100"], 2,
+            ["has 64 tokens but the model's vocab_size is 100", "--set=model.vocab_size=64"]),
+        Row("eval file without records", ["--config={recipe}", "--model_dir={out}/run",
+                                          "--eval_input_file={empty_records}"], 2,
+            ["the eval input (--eval_input_file)", "{empty_records}", "hold(s) no record"]),
         Row("corrupt train records", ["--config={recipe}", "--model_dir={out}/run",
                                       "--input_file={corrupt_records}"], 2, ["{corrupt_records}", "recreate it"]),
         Row("model_dir is a file", ["--config={recipe}", "--model_dir={file}"], 2, ["{file}"]),
@@ -224,7 +240,16 @@ def paths(tmp_path_factory, minilm_dir):
     data[len(data) // 2] ^= 0xFF  # inside a record's payload: its checksum no longer matches
     (root / "corrupt.tfrecord").write_bytes(bytes(data))
     write_vocab(root / "small_vocab.txt", 16)
+    # Same size as the records' vocab, but [CLS] [SEP] [MASK] at 5-7 (ids 2-4 are [unused*] there) / [MASK] moved.
+    tokens = vocab_tokens()
+    (root / "shifted_vocab.txt").write_text("\n".join(
+        ["[PAD]", "[UNK]", "[unused1]", "[unused2]", "[unused3]", "[CLS]", "[SEP]", "[MASK]"] + tokens[8:]) + "\n")
+    (root / "mask_moved_vocab.txt").write_text("\n".join(tokens[:4] + [tokens[5], tokens[4]] + tokens[6:]) + "\n")
+    write_records(root / "records16.tfrecord", 16, seq=16, pred=3, seed=5)
+    write_records(root / "empty.tfrecord", 0, seq=16, pred=3)
     (root / "recipe.yaml").write_text(TINY_RECIPE.format(records=root / "records.tfrecord", vocab=root / "vocab.txt"))
+    (root / "recipe_without_vocab.yaml").write_text("\n".join(
+        line for line in (root / "recipe.yaml").read_text().splitlines() if not line.startswith("vocab_file:")))
     # A model directory (tiny config: 32 positions) and labelled tables for bert-export and bert-finetune.
     write_model_dir(str(root / "model"), BertPretrainer(tiny_config()), str(root / "vocab.txt"))
     (root / "table.csv").write_text("text,label\nthe lord,a\njesus wept,b\n")
@@ -246,6 +271,9 @@ def paths(tmp_path_factory, minilm_dir):
             "empty": root / "empty.txt", "vocab_without_mask": root / "vocab_without_mask.txt",
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
             "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
+            "shifted_vocab": root / "shifted_vocab.txt", "mask_moved_vocab": root / "mask_moved_vocab.txt",
+            "records16": root / "records16.tfrecord", "empty_records": root / "empty.tfrecord",
+            "recipe_without_vocab": root / "recipe_without_vocab.yaml",
             "model": root / "model", "table": root / "table.csv", "latin1_table": root / "latin1.csv",
             "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab", "minilm": minilm_dir,
             "finetune_recipe": root / "finetune.yaml", "finetune_typo": root / "finetune_typo.yaml"}
@@ -309,6 +337,7 @@ def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
     assert sum(": error: " in line for line in lines) == 1, process.stderr[-3000:]
     for words in row.words:
         assert words.format(**names) in lines[-1]
+    assert not list(tmp_path.rglob("ckpt-*")), "a checkpoint was written: something trained"
 
 
 def test_internal_error_inside_a_command_exits_1_with_the_hint(paths, tmp_path):

@@ -5,9 +5,10 @@
         --strategy=tpu --tpu=my-tpu
 
 Flags left unset keep the recipe's values. `--input_file`, `--max_seq_length` and `--max_predictions_per_seq` are
-given once per phase of the recipe, in order. Re-running with the same `--model_dir` resumes. Exit status (see
-`bert_tf.cli.app`): 0 done, 2 a wrong flag, recipe value, input file or model_dir, 3 non-finite loss (the last good
-checkpoint stays the latest), 143 stopped by SIGTERM after saving a checkpoint.
+given once per phase of the recipe, in order. Re-running with the same `--model_dir` resumes (a recipe
+changed since needs `--accept_recipe_change`). Exit status (see `bert_tf.cli.app`): 0 done, 2 a wrong flag, recipe
+value, input file or model_dir, 3 non-finite loss (the last good checkpoint stays the latest), 143 stopped by SIGTERM
+and 130 by SIGINT (Ctrl-C), each after saving a checkpoint.
 """
 
 import dataclasses
@@ -50,6 +51,10 @@ flags.DEFINE_string("platform", None, "Settings that fit an accelerator (configs
                     "the recipe's. A machine without the platform's device exits 2.")
 flags.DEFINE_float("peak_tflops", None, "Peak TFLOP/s of all devices together, for the MFU (default: the "
                    "accelerator's data-sheet peak x replicas; measured on CPUs).")
+flags.DEFINE_boolean("accept_recipe_change", False, "Resume a --model_dir even though the model, optimizer, "
+                     "learning rate or warmup, batch sizes or sequence lengths differ from the recipe its "
+                     "checkpoints were trained with (the directory keeps every recipe: recipe.yaml, recipe-2.yaml, "
+                     "...).")
 flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE read as YAML), e.g. "
                           "--set=optimizer.beta_1=0.95 --set=model.hidden_dropout_prob=0 "
                           "--set=phases.1.max_seq_length=256.")
@@ -145,14 +150,19 @@ def main(argv):
 
     recipe = recipe_from_flags()
     strategy = create_strategy(FLAGS.strategy, FLAGS.tpu, FLAGS.all_reduce_implementation)
-    result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops)
+    result = run_pretraining(recipe, FLAGS.model_dir, strategy=strategy, peak_tflops=FLAGS.peak_tflops,
+                             accept_recipe_change=FLAGS.accept_recipe_change)
     if result.preempted:
         # The checkpoint and logs are written. TensorFlow's teardown of its thread pools at interpreter exit took
         # ~10 s on a loaded 2-core machine, a third of a preemption notice: skip it.
         logging.flush()
+        interrupted = result.stopped_by == "SIGINT"
+        stopped_by = "SIGINT (Ctrl-C)" if interrupted else result.stopped_by or "SIGTERM"
+        print(f"{app.program_name(main)}: stopped by {stopped_by} at step {result.step} after saving "
+              f"{result.checkpoint}; run the same command again to resume.", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(app.EXIT_PREEMPTED)
+        os._exit(app.EXIT_INTERRUPTED if interrupted else app.EXIT_PREEMPTED)
     return app.EXIT_OK
 
 

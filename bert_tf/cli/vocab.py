@@ -15,6 +15,8 @@ which appends the rest. Only whole words are added, never "##" continuations. Se
 bert_tf/text/vocab_extension.py for the rule.
 """
 
+import sys
+
 from absl import flags
 
 from bert_tf.cli import app, flag_groups
@@ -52,12 +54,15 @@ def main(argv):
     if FLAGS.extend:
         extend(sentences, counts)
         return
-    from bert_tf.text.vocab_learning import learn_vocab, write_vocab
+    from bert_tf.text.vocab_learning import learn_vocab, too_few_tokens, write_vocab
 
     tokens = learn_vocab(sentences, FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case)
     write_vocab(tokens, FLAGS.output_file)
     print(f"wrote {len(tokens)} tokens to {FLAGS.output_file} (learned from {counts.lines} lines of "
           f"{counts.files} input(s); {counts.undecodable_lines} with undecodable bytes)", flush=True)
+    warning = too_few_tokens(len(tokens), FLAGS.vocab_size)
+    if warning:
+        print(f"{app.program_name(main)}: warning: {warning}", file=sys.stderr, flush=True)
 
 
 def extend(sentences, counts):

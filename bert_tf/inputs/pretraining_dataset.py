@@ -39,13 +39,14 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
                         input_context=None, names="auto", compression="auto",
                         shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, seed=None, cycle_length=None,
                         num_parallel_calls=tf.data.AUTOTUNE, masker=None, row_layout=None,
-                        packing_window=DEFAULT_PACKING_WINDOW, weights=None):
+                        packing_window=DEFAULT_PACKING_WINDOW, weights=None, drop_remainder=True):
     """Batches of pre-training features read from TFRecords in the original format.
 
     Each element is a dict with the model's names: `input_word_ids`, `input_mask`, `input_type_ids` int32
     [batch_size, max_seq_length]; `masked_lm_positions`, `masked_lm_ids` int32 and `masked_lm_weights` float32
     [batch_size, max_predictions_per_seq]; `next_sentence_labels` int32 [batch_size, 1]. Shapes are static
-    (`drop_remainder=True`, also when `is_training` is False: a last partial batch is left out).
+    (`drop_remainder=True`, also when `is_training` is False: a last partial batch is left out), unless
+    `drop_remainder=False` (evaluation, which pads the last batch itself: `evaluation.evaluate`).
 
     Args:
         input_patterns: a file, a glob, a comma-separated string of them (the original `--input_file`) or a list.
@@ -83,6 +84,8 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
             its own shuffle buffer), and records are drawn from the sets at these weights
             (`tf.data.Dataset.sample_from_datasets`, seeded from `seed`) before parsing, masking and packing. The
             sets' first records must match the lengths asked for and each other's feature names.
+        drop_remainder: False keeps a last partial batch (not when training: a training pipeline repeats, and its
+            shapes stay static); its batch dimension is then unknown.
 
     Example:
     >>> ds = pretraining_dataset("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1)  # doctest: +SKIP
@@ -94,6 +97,9 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
                        ("batch_size", batch_size), ("shuffle_buffer", shuffle_buffer)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InputError(f"{arg}={value!r} must be a positive integer.")
+    if not drop_remainder and is_training:
+        raise InputError("drop_remainder=False is for evaluation (is_training=False): training batches keep static "
+                         "shapes.")
     sets = [_set_files(patterns, compression) for patterns in _input_sets(input_patterns, weights, is_training)]
     schema = _checked_schema(sets, names, max_seq_length, max_predictions_per_seq, dynamic=masker is not None)
 
@@ -107,7 +113,7 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
     parallel = dict(num_parallel_calls=num_parallel_calls, deterministic=True)
     if schema.packed:
         schema.check_packed(max_seq_length, row_layout)
-        batches = records.batch(batch_size, drop_remainder=True).map(_packed_parser(schema), **parallel)
+        batches = records.batch(batch_size, drop_remainder=drop_remainder).map(_packed_parser(schema), **parallel)
         if masker is not None:
             layout = schema.row_layout
             batches = batches.enumerate().map(
@@ -122,10 +128,11 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
             windows = masker.mask_batches(windows, max_predictions_per_seq, mask_seed,
                                           num_parallel_calls=num_parallel_calls)
         rows = windows.map(lambda instances: row_packing.pack_instances(instances, row_layout), **parallel)
-        batches = rows.unbatch().batch(batch_size, drop_remainder=True)
+        batches = rows.unbatch().batch(batch_size, drop_remainder=drop_remainder)
     else:
-        batches = records.batch(batch_size, drop_remainder=True).map(
-            _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, masker), **parallel)
+        batches = records.batch(batch_size, drop_remainder=drop_remainder).map(
+            _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size if drop_remainder else None,
+                          masker), **parallel)
         if masker is not None:
             batches = masker.mask_batches(batches, max_predictions_per_seq, mask_seed,
                                           num_parallel_calls=num_parallel_calls)

@@ -94,8 +94,9 @@ class Controller:
             if step >= next_save or step >= end or preempted or save_now:
                 self.save_checkpoint(checkpoint, step)
             if preempted:
-                logging.warning("Stopped on SIGTERM at step %d after saving; re-run the same command to resume.",
-                                step)
+                logging.warning("Stopped on %s at step %d after saving checkpoint %s; re-run the same command to "
+                                "resume from step %d.", self.stop_signal_name(), step,
+                                os.path.basename(checkpoint.manager.latest_checkpoint or ""), step)
                 return True
         return False
 
@@ -127,8 +128,13 @@ class Controller:
         return checkpoint.save(step)
 
     def preemption_requested(self):
-        """Whether SIGTERM reached this worker (`agree` tells every worker whether it reached any)."""
+        """Whether SIGTERM or SIGINT reached this worker (`agree` tells every worker whether it reached any)."""
         return self.preemption is not None and self.preemption.requested()
+
+    def stop_signal_name(self):
+        """The signal that stopped the run on this worker, or what reached another worker."""
+        name = getattr(self.preemption, "signal_name", None)
+        return name or "a stop signal (SIGTERM or SIGINT) of another worker"
 
     def checkpoint_requested(self):
         """Whether a maintenance notice reached this worker since the last call."""

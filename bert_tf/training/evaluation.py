@@ -14,8 +14,12 @@ _SUM_NAMES = ("mlm_correct", "mlm_loss", "mlm_weight")
 _NSP_SUM_NAMES = ("nsp_correct", "nsp_loss", "examples")
 
 
-def evaluate(model, dataset, max_steps=None, strategy=None):
+def evaluate(model, dataset, max_steps=None, strategy=None, batch_size=None):
     """The original `metric_fn` over (at most `max_steps` batches of) `dataset`, computed on the replicas.
+
+    Every record counts once: a batch shorter than `batch_size` (the last one of a dataset built with
+    `drop_remainder=False`, or the only one of an eval set smaller than the batch) is padded with rows of zero
+    weight, which no metric counts, so the batches keep one shape.
 
     masked_lm_accuracy: `tf.metrics.accuracy` of the argmax at the masked positions, weighted by
     `masked_lm_weights`, over all positions of all batches. masked_lm_loss: the weighted mean of the per-position
@@ -32,6 +36,8 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
         dataset: batches of pre-training features (`pretraining_dataset(..., is_training=False)`).
         max_steps: the original `--max_eval_steps` (None: the whole dataset).
         strategy: the `tf.distribute.Strategy` to evaluate on; the current one when None.
+        batch_size: the batch every step computes (short batches are padded to it); None: the first batch's size,
+            rounded up to split over the replicas.
 
     Returns:
         A dict of floats with `EVAL_METRICS` and `eval_batches` (and the NSP ones only when the model uses NSP).
@@ -46,13 +52,19 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
     names = _SUM_NAMES + (_NSP_SUM_NAMES if model.use_next_sentence else ())
 
     def replica_sums(features):
+        features = dict(features)
+        row_weights = features.pop(_ROW_WEIGHTS)
         outputs = model(features, training=False)
         mlm = masked_lm_sums(outputs["mlm_logits"], features["masked_lm_ids"], features["masked_lm_weights"])
         sums = {"mlm_correct": mlm["correct"], "mlm_loss": mlm["loss"], "mlm_weight": mlm["weight"]}
         if model.use_next_sentence:
             # Over instances: a packed row's [K, 2] logits count once per instance it holds.
-            nsp = next_sentence_sums(outputs["nsp_logits"], features["next_sentence_labels"],
-                                     features.get("next_sentence_weights"))
+            if "next_sentence_weights" in features:  # packed rows: padding rows have no instance
+                nsp = next_sentence_sums(outputs["nsp_logits"], features["next_sentence_labels"],
+                                         features["next_sentence_weights"])
+            else:
+                nsp = next_sentence_sums(outputs["nsp_logits"], tf.reshape(features["next_sentence_labels"], [-1]),
+                                         row_weights)
             sums.update(nsp_correct=nsp["correct"], nsp_loss=nsp["loss"], examples=nsp["count"])
         return tf.stack([sums[name] for name in names])
 
@@ -65,7 +77,12 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
     for features in dataset:
         if max_steps is not None and len(batch_losses) >= max_steps:
             break
-        check_eval_batch_size(features["input_word_ids"].shape[0], layout)
+        features = {name: value.numpy() for name, value in features.items()}
+        rows = len(features["input_word_ids"])
+        if batch_size is None:
+            batch_size = -(-rows // layout.local_replicas) * layout.local_replicas
+        features = _padded(features, batch_size)
+        check_eval_batch_size(batch_size, layout)
         sums = dict(zip(names, batch_sums(features).numpy().astype(np.float64) / layout.num_workers))
         totals += [sums[name] for name in names]
         # The training loss of the batch as `pretraining_losses` computes it, from the batch's sums.
@@ -74,8 +91,8 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
             loss += sums["nsp_loss"] / sums["examples"]
         batch_losses.append(loss)
     if not batch_losses:
-        raise InputError("The evaluation input yielded no batch: it holds fewer records than eval_batch_size "
-                         "(batches drop the remainder); use more held-out records or a smaller eval_batch_size.")
+        raise InputError("The evaluation input yielded no batch: it holds no record; pass held-out records "
+                         "written by bert-create-pretraining-data.")
     totals = dict(zip(names, totals))
     results = {"masked_lm_accuracy": totals["mlm_correct"] / max(totals["mlm_weight"], 1e-5),
                "masked_lm_loss": totals["mlm_loss"] / max(totals["mlm_weight"], 1e-5)}
@@ -85,6 +102,22 @@ def evaluate(model, dataset, max_steps=None, strategy=None):
     results["loss"] = float(np.mean(batch_losses))
     results["eval_batches"] = len(batch_losses)
     return {k: float(v) if k != "eval_batches" else v for k, v in results.items()}
+
+
+_ROW_WEIGHTS = "eval_row_weights"
+
+
+def _padded(features, batch_size):
+    """The batch (NumPy arrays) with zero rows appended up to `batch_size`, and `_ROW_WEIGHTS` (1 for a real row,
+    0 for padding): padding rows have zero masked-LM weights and no next-sentence instance, so no metric counts
+    them."""
+    rows = len(features["input_word_ids"])
+    if rows > batch_size:
+        raise ValueError(f"a batch of {rows} rows is larger than batch_size={batch_size}.")
+    padded = {name: np.concatenate([value, np.zeros((batch_size - rows, *value.shape[1:]), value.dtype)])
+              for name, value in features.items()}
+    padded[_ROW_WEIGHTS] = (np.arange(batch_size) < rows).astype(np.float32)
+    return padded
 
 
 def check_eval_batch_size(eval_batch_size, layout):

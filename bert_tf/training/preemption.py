@@ -1,4 +1,6 @@
-"""SIGTERM, the notice that TPU and cloud VMs (and Kubernetes, Slurm) give before they stop a job.
+"""SIGTERM, the notice that TPU and cloud VMs (and Kubernetes, Slurm) give before they stop a job, and SIGINT (Ctrl-C),
+a user's: both save a checkpoint after the current step and stop; a second SIGINT ends the process at once
+(exit 130), without saving.
 
 Python runs a signal handler only when the main thread returns to the interpreter, which it does not do while
 a `tf.function` loop of `iterations_per_loop` steps runs. So the handler is only there to make the signal
@@ -9,13 +11,20 @@ its current step and returns; the controller saves a checkpoint and stops.
 
 import os
 import signal
+import sys
 import threading
 
 from absl import logging
 
+# Exit status of a process stopped by SIGINT (128 + 2), as shells report it.
+EXIT_INTERRUPTED = 130
+_WATCHED = (signal.SIGTERM, signal.SIGINT)
+
 
 class PreemptionWatcher:
-    """A context manager turning SIGTERM into `flag.assign(True)` within the running loop, and into `requested()`.
+    """A context manager turning SIGTERM or SIGINT into `flag.assign(True)` within the running loop, and into
+    `requested()`; `signal_name` says which came first. A second SIGINT (Ctrl-C pressed again while the checkpoint
+    is being written) ends the process at once with exit 130.
 
     Installed only in the main thread (Python delivers signals there); elsewhere it never fires. The previous
     handler and wakeup fd are restored on exit.
@@ -34,6 +43,7 @@ class PreemptionWatcher:
         self._previous_handler = self._previous_fd = None
         self._read_fd = self._write_fd = None
         self._thread = None
+        self.signal_name = None
 
     def requested(self):
         return self._event.is_set()
@@ -43,7 +53,7 @@ class PreemptionWatcher:
             return self
         self._read_fd, self._write_fd = os.pipe()
         os.set_blocking(self._write_fd, False)
-        self._previous_handler = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+        self._previous_handler = {s: signal.signal(s, lambda signum, frame: None) for s in _WATCHED}
         self._previous_fd = signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)
         self._thread = threading.Thread(target=self._watch, name="preemption-watcher", daemon=True)
         self._thread.start()
@@ -53,7 +63,8 @@ class PreemptionWatcher:
         if self._thread is None:
             return False
         signal.set_wakeup_fd(self._previous_fd)
-        signal.signal(signal.SIGTERM, self._previous_handler)
+        for s, handler in self._previous_handler.items():
+            signal.signal(s, handler)
         os.close(self._write_fd)  # the watcher's read returns end-of-file and the thread ends
         self._thread.join()
         os.close(self._read_fd)
@@ -65,8 +76,20 @@ class PreemptionWatcher:
             data = os.read(self._read_fd, 64)
             if not data:
                 return
-            if signal.SIGTERM in data and not self._event.is_set():
-                logging.warning("SIGTERM received: saving a checkpoint after the current step, then stopping.")
-                self._event.set()
-                if self.flag is not None:
-                    self.flag.assign(True)
+            for signum in data:
+                if signum not in _WATCHED:
+                    continue
+                name = signal.Signals(signum).name
+                if not self._event.is_set():
+                    logging.warning("%s received: saving a checkpoint after the current step, then stopping%s.",
+                                    name, " (Ctrl-C again stops at once, without saving)" if signum == signal.SIGINT
+                                    else "")
+                    self.signal_name = name
+                    self._event.set()
+                    if self.flag is not None:
+                        self.flag.assign(True)
+                elif signum == signal.SIGINT:
+                    sys.stderr.write("Interrupted again (Ctrl-C): stopped at once, without saving; the latest "
+                                     "checkpoint stays the last one written.\n")
+                    sys.stderr.flush()
+                    os._exit(EXIT_INTERRUPTED)

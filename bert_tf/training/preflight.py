@@ -6,9 +6,11 @@ from bert_tf.errors import InputError
 from bert_tf.records.checker import check_record_files
 
 
-def check_run_inputs(recipe, config, masker=None):
+def check_run_inputs(recipe, config, masker=None, vocab=None, record_counts=None):
     """Raises `InputError` naming the input (phase or eval), the file and the fix for the first input a run cannot
-    use; `masker` (dynamic masking) needs only the records' input_ids.
+    use; `masker` (dynamic masking) needs only the records' input_ids. With `vocab` (a `Vocabulary`) the records'
+    [CLS], [SEP] and [MASK] ids must be its own. `record_counts`, a dict, receives each input pattern's number of
+    records (counted, or estimated from the file sizes; None when unknown).
 
     >>> check_run_inputs(recipe, config)  # doctest: +SKIP
     """
@@ -24,8 +26,12 @@ def check_run_inputs(recipe, config, masker=None):
                        recipe.eval.max_predictions_per_seq or last.max_predictions_per_seq))
     for what, pattern, max_seq_length, max_predictions_per_seq in inputs:
         try:
+            stats = {}
             check_record_files(pattern, max_seq_length, max_predictions_per_seq, config.vocab_size,
-                               config.type_vocab_size, masks_drawn_again=masker is not None)
+                               config.type_vocab_size, masks_drawn_again=masker is not None, vocab=vocab,
+                               stats=stats)
+            if record_counts is not None:
+                record_counts[pattern] = stats.get("records")
         except (ValueError, OSError) as error:
             detail = (f"{error.filename}: {error.strerror}" if isinstance(error, OSError) and error.filename
                       else str(error))

@@ -15,13 +15,12 @@ import time
 
 import keras
 import tensorflow as tf
-import yaml
 from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.accelerators.flops import training_flops_per_sequence
 from bert_tf.accelerators.peak_flops import run_peak
-from bert_tf.atomic_output import check_output_directory, write_text_atomically
+from bert_tf.atomic_output import check_output_directory
 from bert_tf.config import BertConfig
 from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.inputs.dynamic_masking import DynamicMasker
@@ -29,7 +28,7 @@ from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.instances.masking import MaskingRules
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.optimizers.optimization import create_optimizer
-from bert_tf.text.vocabulary import read_vocab_file
+from bert_tf.text.vocabulary import Vocabulary, read_vocab_file
 from bert_tf.training import report
 from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, resume_point
 from bert_tf.training.controller import Controller
@@ -41,6 +40,7 @@ from bert_tf.training.maintenance_notice import MaintenanceWatcher
 from bert_tf.training.preemption import PreemptionWatcher
 from bert_tf.training.preflight import check_run_inputs
 from bert_tf.training.recipe import RecipeError, check_ready
+from bert_tf.training.recipe_history import check_resumed_recipe, record_recipe
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer, micro_batching, replica_updated_counters
 from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_history
@@ -48,7 +48,9 @@ from bert_tf.training.training_log import HISTORY_FILE, TrainingLog, read_histor
 __all__ = ["NonFiniteLossError", "PretrainingResult", "PretrainingRun", "RunParts", "create_pretrainer",
            "resolve_bert_config", "run_pretraining"]
 
-RECIPE_FILE = "recipe.yaml"
+# More passes over a phase's records than this and a model memorises them (the paper's recipe reads its text about
+# 40 times, its records, written 10 times with different masks, about 4 times).
+MAX_SANE_PASSES = 50
 _COMPUTE_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 
 
@@ -60,7 +62,8 @@ class PretrainingResult:
         model_dir: the run's directory (`load_pretrainer(model_dir)` reads the model).
         step: the global step reached.
         completed: whether the run reached `num_train_steps`.
-        preempted: whether it stopped on SIGTERM (after saving); re-running resumes.
+        preempted: whether it stopped on SIGTERM or SIGINT (after saving); re-running resumes.
+        stopped_by: the signal that stopped it ("SIGTERM", "SIGINT"), or None.
         checkpoint: the latest checkpoint's path.
         eval_results: the final eval metrics (None without an eval input or when not completed).
         last_metrics: the metrics of the last loop (means over its steps, with speed and MFU).
@@ -76,16 +79,19 @@ class PretrainingResult:
     last_metrics: dict
     curves_png: str
     summary_file: str
+    stopped_by: str = None
 
 
-def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
+def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None, accept_recipe_change=False):
     """Pre-trains (or resumes pre-training) a `BertPretrainer` as the recipe says.
 
     Re-running with the same `model_dir` resumes from its latest checkpoint: same step, same phase, same position
     in the input (the iterator is checkpointed; the data order follows from `recipe.seed`), same dropout RNG.
     `recipe.init_checkpoint` (a `bert-convert` or `bert-pretrain` directory) initialises the model weights of a
-    fresh run. SIGTERM stops the loop after its current step, saves a checkpoint and returns with
-    `preempted=True`. A non-finite loss raises `NonFiniteLossError` without saving, so the latest checkpoint stays
+    fresh run. SIGTERM or SIGINT (Ctrl-C) stops the loop after its current step, saves a checkpoint and returns with
+    `preempted=True` (a second SIGINT ends the process at once, exit 130). A resumed run whose recipe differs from
+    the one its checkpoints were trained with stops before its first step unless `accept_recipe_change`
+    (`recipe_history`). A non-finite loss raises `NonFiniteLossError` without saving, so the latest checkpoint stays
     the last good one.
 
     Args:
@@ -94,6 +100,8 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
         strategy: a `tf.distribute.Strategy` (see `create_strategy`); the default strategy when None.
         peak_tflops: the hardware's peak TFLOP/s over all workers, for the MFU; when None, the accelerator's
             data-sheet peak times the replicas, or on CPUs a measured one (see `peak_flops.run_peak`).
+        accept_recipe_change: resume even when the model, optimizer, learning rate or warmup, batch sizes or
+            sequence lengths differ from the directory's recorded recipe (`--accept_recipe_change`).
 
     Returns:
         A `PretrainingResult`.
@@ -106,7 +114,7 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None):
     >>> result.eval_results["masked_lm_accuracy"]  # doctest: +SKIP
     0.31
     """
-    return PretrainingRun(recipe, model_dir, strategy, peak_tflops).run()
+    return PretrainingRun(recipe, model_dir, strategy, peak_tflops, accept_recipe_change).run()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,8 +171,9 @@ class PretrainingRun:
     >>> result = run.finish(preempted)  # doctest: +SKIP
     """
 
-    def __init__(self, recipe, model_dir, strategy=None, peak_tflops=None):
+    def __init__(self, recipe, model_dir, strategy=None, peak_tflops=None, accept_recipe_change=False):
         self.recipe = recipe
+        self.accept_recipe_change = accept_recipe_change
         self.model_dir = model_dir
         self.strategy = strategy or tf.distribute.get_strategy()
         if peak_tflops is not None and not (isinstance(peak_tflops, (int, float)) and 0 < peak_tflops < math.inf):
@@ -175,6 +184,7 @@ class PretrainingRun:
         self.parts = None
         self.step = 0
         self.restored = False
+        self.passes = {}  # phase index -> the log's words on how often the phase reads its records
 
     def run(self):
         """`prepare`, `train` and `finish`; returns the `PretrainingResult`."""
@@ -195,17 +205,23 @@ class PretrainingRun:
         ckpt_dir = checkpoint_dir(self.model_dir, layout)
         position = resume_point(self.strategy, layout, self.model_dir, recipe.restart_input_on_resize)
         config = resolve_bert_config(recipe)
-        if tf.train.latest_checkpoint(self.model_dir):  # a config without a checkpoint is a failed start's
-            _check_model_dir_config(self.model_dir, config)
+        changes = []
+        if position is not None:  # a config or recipe without a checkpoint is a failed start's
+            model_changes = _check_model_dir_config(self.model_dir, config)
+            changes = check_resumed_recipe(self.model_dir, recipe, position.step, self.accept_recipe_change,
+                                           model_changes)
         for phase in recipe.phases:
             layout.host_batch_size(recipe.phase_batch_size(phase))
             micro_batching(recipe.phase_batch_size(phase) // layout.num_replicas, recipe.phase_micro_batch_size(phase))
         masker = (DynamicMasker(recipe.vocab_file, recipe.dynamic_masking.masked_lm_prob,
                                 recipe.dynamic_masking.do_whole_word_mask)
                   if recipe.dynamic_masking.enabled else None)
-        check_run_inputs(recipe, config, masker)
+        vocab = _run_vocab(recipe, self.model_dir, config, resumed=position is not None)
+        record_counts = {}
+        check_run_inputs(recipe, config, masker, vocab, record_counts)
+        self.passes = {index: _passes_text(recipe, phase, record_counts) for index, phase in enumerate(recipe.phases)}
         if layout.is_chief:
-            _write_model_dir_files(self.model_dir, config, recipe)
+            _write_model_dir_files(self.model_dir, config, recipe, position.step if position else None, changes)
 
         keras.utils.set_random_seed(recipe.seed)
         with self.strategy.scope():
@@ -233,8 +249,8 @@ class PretrainingRun:
         self.step = start_step
 
     def train(self):
-        """Trains every phase not finished yet, watching for SIGTERM and maintenance notices meanwhile; returns
-        True when stopped on SIGTERM (after saving)."""
+        """Trains every phase not finished yet, watching for SIGTERM, SIGINT and maintenance notices meanwhile;
+        returns True when stopped by one of those signals (after saving)."""
         parts = self._prepared()
         with parts.preemption, parts.maintenance:
             for index, (phase, end) in enumerate(zip(self.recipe.phases, self.recipe.phase_ends)):
@@ -249,8 +265,14 @@ class PretrainingRun:
         parts.trainer.use_max_micro_batch_size(recipe.phase_micro_batch_size(phase))
         micro, accumulation = parts.trainer.micro_batching(global_batch // layout.num_replicas)
         logging.info("Phase %s: steps %d-%d, seq %d, %d predictions; global batch %d = %d replica(s) x %d "
-                     "micro-batch(es) x %d sequences.", phase.name, self.step, end, phase.max_seq_length,
-                     phase.max_predictions_per_seq, global_batch, layout.num_replicas, accumulation, micro)
+                     "micro-batch(es) x %d sequences; %s.", phase.name, self.step, end, phase.max_seq_length,
+                     phase.max_predictions_per_seq, global_batch, layout.num_replicas, accumulation, micro,
+                     self.passes.get(index, "passes over its records unknown"))
+        if self._too_many_passes(index, phase):
+            logging.warning("Phase %s reads its records more than %d times: a model memorises so few records "
+                            "(training accuracy climbs, held-out accuracy does not). Use more text (or a higher "
+                            "--dupe_factor when making the records), fewer steps, or --dynamic_masking.",
+                            phase.name, MAX_SANE_PASSES)
         inputs, weights = phase.input_file, None
         if phase.mixed_inputs:  # records drawn from the phase's own input and each other set at their shares
             inputs, weights = (list(column) for column in zip(*phase.input_sets))
@@ -306,12 +328,17 @@ class PretrainingRun:
         return PretrainingResult(model_dir=model_dir, step=self.step, completed=completed, preempted=preempted,
                                  checkpoint=tf.train.latest_checkpoint(parts.ckpt_dir), eval_results=eval_results,
                                  last_metrics=parts.controller.last_metrics, curves_png=curves,
-                                 summary_file=summary)
+                                 summary_file=summary,
+                                 stopped_by=parts.preemption.signal_name if preempted else None)
 
     def _prepared(self):
         if self.parts is None:
             raise RuntimeError("PretrainingRun.prepare() must run before train() and finish().")
         return self.parts
+
+    def _too_many_passes(self, index, phase):
+        text = self.passes.get(index, "")
+        return text.startswith("about ") and float(text.split()[1].replace(",", "")) > MAX_SANE_PASSES
 
     def _peak(self, layout):
         peak = run_peak(self.strategy, layout.num_replicas, layout.num_workers,
@@ -333,8 +360,9 @@ class PretrainingRun:
                                       masker=self.parts.masker, row_layout=self._row_layout(
                                           spec.max_seq_length or last.max_seq_length,
                                           spec.max_predictions_per_seq or last.max_predictions_per_seq),
-                                      packing_window=self.recipe.row_packing.window)
-        return evaluate(self.parts.model, dataset, spec.max_eval_steps, self.strategy)
+                                      packing_window=self.recipe.row_packing.window, drop_remainder=False)
+        return evaluate(self.parts.model, dataset, spec.max_eval_steps, self.strategy,
+                        batch_size=spec.eval_batch_size)
 
 
 def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):
@@ -388,23 +416,77 @@ def resolve_bert_config(recipe):
     return config
 
 
+# The model's fields whose change alters its variables' shapes: a checkpoint of another value cannot be resumed.
+_SHAPE_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                 "max_position_embeddings", "type_vocab_size")
+
+
 def _check_model_dir_config(model_dir, config):
+    """Raises `InputError` when the directory's model differs from `config` in its shapes; returns the other
+    differences ("model.FIELD: saved -> now"), which a resumed run must accept (`recipe_history`)."""
     if not model_dir_lib.has_config(model_dir):
-        return
+        return []
     saved = model_dir_lib.read_config(model_dir)
-    differences = [f"{k}: saved {v!r}, now {getattr(config, k)!r}" for k, v in saved.to_dict().items()
-                   if getattr(config, k) != v]
-    if differences:
+    changed = [(k, v, getattr(config, k)) for k, v in saved.to_dict().items() if getattr(config, k) != v]
+    if any(k in _SHAPE_FIELDS for k, _, _ in changed):
+        differences = [f"{k}: saved {v!r}, now {now!r}" for k, v, now in changed]
         raise InputError(f"{model_dir} holds a run of another model ({', '.join(differences)}): use a new "
                          f"--model_dir, or the config that run used.")
+    return [f"model.{k}: {v!r} -> {now!r}" for k, v, now in changed]
 
 
-def _write_model_dir_files(model_dir, config, recipe):
-    """bert_config.json and vocab.txt (what `load_pretrainer` and `bert-export` read) and the effective recipe."""
+def _run_vocab(recipe, model_dir, config, resumed):
+    """The run's `Vocabulary`: `vocab_file`, else the one the resumed directory keeps, else the init
+    checkpoint's. A fresh run without one is refused (the model directory must keep the vocab its model reads:
+    bert-export and bert-finetune need it), and so is one whose vocab is smaller than the model's vocab_size, or a
+    resumed run given another vocab than the one its directory keeps. None for a resumed run of a directory
+    without a vocab (nothing to check the records against)."""
+    kept = model_dir_lib.vocab_path(model_dir) if resumed else None
+    path = recipe.vocab_file or kept or (recipe.init_checkpoint and model_dir_lib.vocab_path(recipe.init_checkpoint))
+    if not path:
+        if resumed:
+            logging.warning("%s keeps no vocab.txt and no --vocab_file was given: the records' special tokens "
+                            "are not checked.", model_dir)
+            return None
+        raise InputError("No vocab for this run: pass --vocab_file=VOCAB, the vocab the records were made with "
+                         "(the model's vocab_size follows it, and the model directory keeps a copy, vocab.txt, "
+                         "which bert-export and bert-finetune read).")
+    vocab = Vocabulary.from_file(path)
+    if kept and recipe.vocab_file and Vocabulary.from_file(kept).tokens != vocab.tokens:
+        raise InputError(f"--vocab_file={recipe.vocab_file} is not the vocab {model_dir} was trained with "
+                         f"({kept}, {len(read_vocab_file(kept))} tokens): pass that one, or use a new --model_dir.")
+    if not resumed and vocab.size < config.vocab_size:
+        raise InputError(f"{vocab.source} has {vocab.size} tokens but the model's vocab_size is "
+                         f"{config.vocab_size}: bert-export needs them equal. Pass the model's own vocab, or "
+                         f"--set=model.vocab_size={vocab.size} for a model of this vocab.")
+    return vocab
+
+
+def _passes_text(recipe, phase, record_counts):
+    """How often `phase` reads its records, as the log says it: "about 2.4 passes over its ~12,000 records"
+    (the other input sets of a mixed phase named too), or why it is unknown."""
+    sequences = phase.num_steps * recipe.phase_batch_size(phase)
+    parts = []
+    for pattern, share in phase.input_sets:
+        records = record_counts.get(pattern)
+        if not records:
+            return "passes over its records unknown (compressed files)"
+        parts.append((sequences * share / records, records))
+    rows = " (rows packed from several records: fewer)" if recipe.row_packing.enabled else ""
+    own, records = parts[0]
+    text = f"about {own:,.1f} passes over its ~{records:,} records{rows}"
+    for (passes, count), (pattern, _) in zip(parts[1:], phase.input_sets[1:]):
+        text += f", {passes:,.1f} over the ~{count:,} of {pattern}"
+    return text
+
+
+def _write_model_dir_files(model_dir, config, recipe, resumed_at=None, changes=()):
+    """bert_config.json and vocab.txt (what `load_pretrainer` and `bert-export` read) and the effective recipe
+    (`recipe_history.record_recipe`: a recorded recipe is never rewritten)."""
     model_dir_lib.write_config(model_dir, config)
     vocab = recipe.vocab_file
     if not vocab and recipe.init_checkpoint:
         vocab = model_dir_lib.vocab_path(recipe.init_checkpoint)
     if vocab and tf.io.gfile.exists(vocab):
         model_dir_lib.copy_vocab(vocab, model_dir)
-    write_text_atomically(os.path.join(model_dir, RECIPE_FILE), yaml.safe_dump(recipe.to_dict(), sort_keys=False))
+    record_recipe(model_dir, recipe, resumed_at, changes)
