@@ -1,4 +1,5 @@
-# Two commands on a fresh machine with only Python 3.11: `make demo` and `make test`.
+# Two commands on a fresh machine with only Python 3.11: `make demo` and `make test`. `make test-large` runs the
+# quality and scale checks; `.ci/run` runs both tiers and `make test-tf220`.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 JAX_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 
-.PHONY: setup demo lint test test-tf220 jax-venv clean
+.PHONY: setup demo lint test test-large test-tf220 jax-venv clean
 
 setup: $(STAMP)
 
@@ -27,15 +28,21 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-# The linter, then the whole suite; tests marked `slow` run too unless SKIP_SLOW=1. The demo's end-to-end test
-# (7.5-17 minutes of both cores, by machine) runs after the others, alone: beside the two workers it got a third
-# of the machine and took over 20 minutes. Both parts always run; the target fails if either did.
+# The two tiers of the suite (pytest.ini says which test goes where). Whole files go to the two workers in
+# collection order (tests/conftest.py puts the longest first). Extra pytest arguments: `make test PYTEST_ARGS=-x`.
+PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
+
+# The default tier, after the linter: every unit test and bad-input row, one two-process run with a restart,
+# preemption and resume, and a small end-to-end demo. At most 10 minutes on 2 cores; run it after every change.
 test: lint
-	status=0; \
-	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 tests --ignore=tests/test_demo.py \
-		$(if $(SKIP_SLOW),-m "not slow",) || status=$$?; \
-	$(if $(SKIP_SLOW),,$(PY) -m pytest -q --durations=3 tests/test_demo.py || status=$$?;) \
-	exit $$status
+	$(PYTEST) -m "not large" tests
+
+# The large tier: the full demo and its accuracy, fine-tune acceptance, BERT-large programs and memory estimates,
+# the other multi-process runs, the round trips through transformers, keras-hub and TF Hub, the Beam command, and
+# TensorFlow's step under jax's XLA (`jax-venv`). Run it before a release or a change to training, conversion or
+# distribution; CI runs it after `make test`.
+test-large: $(STAMP) $(JAX_STAMP)
+	$(PYTEST) -m large tests
 
 # TensorFlow 2.20 as a TPU VM installs it (docs/accelerators.md, "Installing"), in its own venv: tensorflow-tpu with
 # the requirements that do not pull plain `tensorflow`, tensorflow-text and bert_tf without their dependencies. No

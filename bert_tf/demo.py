@@ -57,9 +57,21 @@ def define_flags():
                         "chapters (e.g. the 30,522-token uncased BERT vocab: each step then costs about twice as "
                         "much).")
     flags.DEFINE_integer("vocab_size", VOCAB_SIZE, "Target size of the learned vocab (the Bible yields ~4,300 tokens).")
-    flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's).")
+    flags.DEFINE_integer("num_train_steps", None, "Training steps (default: the demo_cpu recipe's); the warmup keeps "
+                         "its share of them.")
     flags.DEFINE_integer("dupe_factor", DUPE_FACTOR, "Static maskings of the training chapters.")
     flags.DEFINE_integer("num_workers", None, "Processes that build instances (default: the CPU count).")
+
+
+def budget_flags(recipe, num_train_steps):
+    """`bert-pretrain`'s flags for a budget of `num_train_steps`: the warmup keeps its share of the run.
+
+    >>> from bert_tf.training.recipe import load_recipe
+    >>> budget_flags(load_recipe("demo_cpu"), 60)
+    ['--num_train_steps=60', '--num_warmup_steps=3']
+    """
+    warmup = max(1, recipe.num_warmup_steps * num_train_steps // recipe.num_train_steps)
+    return [f"--num_train_steps={num_train_steps}", f"--num_warmup_steps={warmup}"]
 
 
 def masked_word_predictions(exported, top_k=5):
@@ -110,7 +122,7 @@ def main(argv):
     train_records, heldout = data.recipe_records(recipe)
 
     print("\n== 3-4. Pre-training the tiny model, then the held-out evaluation")
-    steps = [] if FLAGS.num_train_steps is None else [f"--num_train_steps={FLAGS.num_train_steps}"]
+    steps = [] if FLAGS.num_train_steps is None else budget_flags(recipe, FLAGS.num_train_steps)
     inputs = [f"--input_file={train_records[phase.name]}" for phase in recipe.phases]
     data.command("pretrain", f"--config={RECIPE}", f"--model_dir={model_dir}", *inputs, f"--vocab_file={vocab_file}",
                  f"--eval_input_file={heldout}", *steps)

@@ -105,7 +105,9 @@ class DemoData:
         argv = [sys.executable, "-m", f"bert_tf.cli.{module}", *arguments]
         if not self.quiet:
             print(f"\n$ {name} {' '.join(arguments)}", flush=True)
-            subprocess.run(argv, check=True)
+            code = subprocess.run(argv).returncode
+            if code:
+                sys.exit(code)  # the command has said why, in one line
             return
         done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode:

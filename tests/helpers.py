@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+from warm_commands import IMPORT_TIME_ENV, run_warm
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # H=16, 2 layers, 2 heads, vocab 64, 32 positions: builds and runs a step in well under a second.
@@ -33,18 +35,25 @@ def tiny_model_section(**overrides):
     return {"preset": "tiny", **TINY, **overrides}
 
 
-def run_cli(module, *args, cwd=None, env=None, timeout=300):
+def run_cli(module, *args, cwd=None, env=None, timeout=300, cold=False):
     """Runs `python -m bert_tf.cli.<module> ARGS` in a child process, as a user runs the console script.
 
-    `env` adds to (or overrides) this process's environment. Returns the `subprocess.CompletedProcess` with text
-    stdout and stderr.
+    The child is forked from a warm parent that has imported TensorFlow (`warm_commands`), unless `cold`: a fresh
+    interpreter, for a test about start-up or import-time behaviour (say why at the call). A row whose `env` sets a
+    variable read at import time (`warm_commands.IMPORT_TIME_ENV`) runs cold by itself. `env` adds to (or
+    overrides) this process's environment; `timeout` (seconds) ends the child and raises
+    `subprocess.TimeoutExpired`. Returns the `subprocess.CompletedProcess` with text stdout and stderr.
 
     Example:
     >>> run_cli("vocab", "--helpshort").returncode  # doctest: +SKIP
     0
     """
-    return subprocess.run(_command(module, args), cwd=cwd or REPO, env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    env = {**os.environ, **(env or {})}
+    args = [str(arg) for arg in args]
+    if not cold and not any(env.get(name) != os.environ.get(name) for name in IMPORT_TIME_ENV):
+        return run_warm(module, args, cwd=cwd or REPO, env=env, timeout=timeout)
+    return subprocess.run(_command(module, args), cwd=cwd or REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def start_cli(module, *args, cwd=None, env=None, output=subprocess.PIPE):

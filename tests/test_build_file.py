@@ -94,11 +94,12 @@ def test_build_is_up_to_date_with_the_generator():
     assert done.returncode == 0, done.stderr
 
 
-def test_generator_follows_added_removed_and_slow_test_files(tmp_path):
+def test_generator_follows_added_removed_and_large_test_files(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_fast.py").write_text("def test_a():\n    assert 1\n")
-    (tmp_path / "tests" / "test_heavy.py").write_text("@pytest.mark.slow\ndef test_b():\n    assert 1\n")
-    (tmp_path / "tests" / "test_mentions.py").write_text('def test_c():\n    assert "@pytest.mark.slow"\n')
+    (tmp_path / "tests" / "test_heavy.py").write_text("@pytest.mark.large\ndef test_b():\n    assert 1\n")
+    (tmp_path / "tests" / "test_mentions.py").write_text('def test_c():\n    assert "@pytest.mark.large"\n')
+    (tmp_path / "tests" / "test_scale.py").write_text("pytestmark = pytest.mark.large\ndef test_d():\n    pass\n")
     (tmp_path / "tests" / "helpers.py").write_text("")
     before = f'py_library(name = "x")\n\n{update_build.BEGIN}\nold\n{update_build.END}\n# tail\n'
 
@@ -107,14 +108,18 @@ def test_generator_follows_added_removed_and_slow_test_files(tmp_path):
     calls = build_calls_from_text(after, tmp_path)
     assert calls == [("py_library", {"name": "x"}),
                      ("pytest_test", {"name": "test_fast", "srcs": ["tests/test_fast.py"]}),
-                     ("pytest_test", {"name": "test_heavy", "srcs": ["tests/test_heavy.py"], "size": "large",
-                                      "tags": ["slow"]}),
-                     ("pytest_test", {"name": "test_mentions", "srcs": ["tests/test_mentions.py"]})]
+                     ("pytest_test", {"name": "test_heavy", "srcs": ["tests/test_heavy.py"]}),
+                     ("pytest_test", {"name": "test_heavy_large", "srcs": ["tests/test_heavy.py"], "size": "large",
+                                      "tags": ["large"], "tier": "large"}),
+                     ("pytest_test", {"name": "test_mentions", "srcs": ["tests/test_mentions.py"]}),
+                     ("pytest_test", {"name": "test_scale_large", "srcs": ["tests/test_scale.py"], "size": "large",
+                                      "tags": ["large"], "tier": "large"})]
     assert update_build.updated_build(after, repo=str(tmp_path)) == after
 
     (tmp_path / "tests" / "test_fast.py").unlink()
     shorter = update_build.updated_build(after, repo=str(tmp_path))
-    assert [a["name"] for _, a in build_calls_from_text(shorter, tmp_path)] == ["x", "test_heavy", "test_mentions"]
+    assert [a["name"] for _, a in build_calls_from_text(shorter, tmp_path)] == [
+        "x", "test_heavy", "test_heavy_large", "test_mentions", "test_scale_large"]
 
 
 def test_generator_refuses_a_build_without_markers():

@@ -1,6 +1,10 @@
 """`make demo` (python -m bert_tf.demo), the main job, end to end: the Bible -> vocab -> original-format records ->
 pre-training of the tiny model -> a held-out masked-LM accuracy of a model that uses context -> SavedModels that a
-fresh process loads -> masked-word predictions; a second run reuses every stage's output."""
+fresh process loads -> masked-word predictions; a second run reuses every stage's output.
+
+Two runs: the default tier runs every stage through the real commands on a small budget (`SMALL_BUDGET` training
+steps), which checks the plumbing; the large tier runs the demo as `make demo` does (3,000 steps) and checks its
+accuracy too. Each check of the plumbing runs on both."""
 
 import json
 import os
@@ -16,23 +20,33 @@ from bert_tf.records.schema import read_schema
 from bert_tf.text.vocabulary import Vocabulary
 from bert_tf.training.evaluation import unigram_baseline
 
+SMALL_BUDGET = ["--num_train_steps=40"]
+# The demo's flags for each run; a run is made once per test module (`demo`) and shared by the checks.
+BUDGETS = {"small": SMALL_BUDGET, "full": []}
+_runs = {}
 
-def run_demo(output_dir):
-    process = subprocess.run([sys.executable, "-m", "bert_tf.demo", f"--output_dir={output_dir}"],
+
+def run_demo(output_dir, budget):
+    process = subprocess.run([sys.executable, "-m", "bert_tf.demo", f"--output_dir={output_dir}", *budget],
                              capture_output=True, text=True, timeout=2400)
     assert process.returncode == 0, process.stderr[-3000:]
     return process
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    output_dir = tmp_path_factory.mktemp("demo") / "demo_output"
-    return output_dir, run_demo(output_dir)
+@pytest.fixture(scope="module", params=["small", pytest.param("full", marks=pytest.mark.large)])
+def demo(request, tmp_path_factory):
+    """(output_dir, the first run's process, the run's flags) of the small or the full demo."""
+    kind = request.param
+    if kind not in _runs:
+        output_dir = tmp_path_factory.mktemp(f"demo_{kind}") / "demo_output"
+        _runs[kind] = output_dir, run_demo(output_dir, BUDGETS[kind]), BUDGETS[kind]
+    return _runs[kind]
 
 
-@pytest.mark.slow
+@pytest.mark.large
+@pytest.mark.parametrize("demo", ["full"], indirect=True)
 def test_demo_model_uses_context_on_held_out_text(demo):
-    output_dir, process = demo
+    output_dir, process, _ = demo
     with open(output_dir / RESULTS_FILE) as f:
         results = json.load(f)
     # Always predicting "," (the most frequent masked token) scores ~7.9% on the held-out chapters; a model that
@@ -54,9 +68,8 @@ def test_demo_model_uses_context_on_held_out_text(demo):
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir / "eval"))
 
 
-@pytest.mark.slow
 def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_chapters(demo):
-    output_dir, process = demo
+    output_dir, process, _ = demo
     data = output_dir / "data"
     tokens = list(Vocabulary.from_file(data / "vocab8000.txt").require(pad_first=True).tokens)
     assert 3000 < len(tokens) < 8000
@@ -74,9 +87,8 @@ def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_c
     assert "$ bert-vocab " in process.stdout and "$ bert-create-pretraining-data " in process.stdout
 
 
-@pytest.mark.slow
 def test_demo_predictions_come_from_the_exported_savedmodels(demo):
-    output_dir, process = demo
+    output_dir, process, _ = demo
     with open(output_dir / RESULTS_FILE) as f:
         results = json.load(f)
     assert [(p["sentence"], p["word"]) for p in results["predictions"]] == list(PREDICTION_SENTENCES)
@@ -99,10 +111,9 @@ def test_demo_predictions_come_from_the_exported_savedmodels(demo):
     assert "(1, 128) (1, 4, 128)" in loaded.stdout
 
 
-@pytest.mark.slow
 def test_demo_run_again_reuses_every_stage(demo):
-    output_dir, first = demo
-    second = run_demo(output_dir)
+    output_dir, first, budget = demo
+    second = run_demo(output_dir, budget)
     for stage in ("Vocab found", "Records found", "SavedModels found"):
         assert stage in second.stdout, stage
     assert "World English Bible:" not in second.stdout  # the text is not split again (nothing needs it)

@@ -1,9 +1,6 @@
 """The `bert-*` commands (setup.py's console scripts), one module each, all run by `bert_tf.cli.app.run`.
 
-TensorFlow is imported here, before any command's module, so that its C++ start-up lines can be hidden whatever the
-command imports at its top (see `bert_tf.cli.app`).
+A command's module imports no TensorFlow at its top: the frame parses the flags first, so `--help`, a mistyped flag
+or a missing input file answer at once, and then starts TensorFlow with its C++ start-up lines hidden
+(`bert_tf.cli.app`).
 """
-
-from bert_tf.cli.app import start_tensorflow_quietly
-
-start_tensorflow_quietly()

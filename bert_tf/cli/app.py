@@ -10,16 +10,21 @@ Exit codes (the same for every command):
     130  interrupted with Ctrl-C
 
 A command is a module under bert_tf/cli/ with absl flags and a `main(argv)`; its console script calls
-`app.run(main, required_flags=[...])`. The exit code says whose fault it was. Bad input (exit 2) is what the user can
-fix: `bert_tf.errors.InputError` (and its subclasses), raised by library code where it detects the bad flag, file,
-config or directory, absl's flag errors, an `OSError` from the OS on a path the user gave (no such file, a
-directory, no space, permissions), a missing optional package, and a TensorFlow error reading a user's file (a corrupt
-TFRecord). Anything else, a plain `ValueError` included, is an internal failure (exit 1): one line with the hint to
-rerun with --verbosity=debug for the traceback. `main` may return an exit code (e.g. `EXIT_PREEMPTED`).
+`app.run(main, required_flags=[...])`. The module imports no TensorFlow at its top (`tests/test_cli_start.py` runs
+every command with TensorFlow made unimportable): the frame parses the flags, answers `--help` (the command's own
+flags, exit 0), runs the command's `check_inputs` (what can be checked without TensorFlow: a missing input file),
+and only then starts TensorFlow and calls `main`.
+
+The exit code says whose fault it was. Bad input (exit 2) is what the user can fix: `bert_tf.errors.InputError` (and
+its subclasses), raised by library code where it detects the bad flag, file, config or directory, absl's flag
+errors, an `OSError` from the OS on a path the user gave (no such file, a directory, no space, permissions), a
+missing optional package, and a TensorFlow error reading a user's file (a corrupt TFRecord). Anything else, a plain
+`ValueError` included, is an internal failure (exit 1): one line with the hint to rerun with --verbosity=debug for
+the traceback. `main` may return an exit code (e.g. `EXIT_PREEMPTED`).
 
 TensorFlow prints its C++ start-up lines (oneDNN, CUDA stub, "failed call to cuInit" on a machine without a GPU)
-when it is imported and its devices are first listed. `bert_tf/cli/__init__.py` does both through
-`start_tensorflow_quietly()` before any command's module is run, with file descriptor 2 pointed at a temporary file:
+when it is imported and its devices are first listed. The frame does both through `start_tensorflow_quietly()`
+before `main` runs, with file descriptor 2 pointed at a temporary file:
 TF_CPP_MIN_LOG_LEVEL=3 alone does not hide these lines, because they are written before TensorFlow reads it. The
 captured lines are printed if the import fails; `BERT_TF_TF_LOGS=1` shows them as TensorFlow prints them.
 """
@@ -32,6 +37,7 @@ import os
 import re
 import sys
 import tempfile
+import textwrap
 import traceback
 
 from absl import app, flags, logging
@@ -83,6 +89,12 @@ _TF_OS_WORDS = {
     "Read-only file system": _OS_ERROR_FIXES[errno.EROFS],
 }
 
+# absl's help flags print and exit 1, and name only the flags of the file Python ran (a console script's has none):
+# the frame answers them itself, with the command's own flags, and exits 0.
+_HELP_FLAGS = ("--help", "-help", "-h", "-?", "--helpshort", "-helpshort", "--helpfull", "-helpfull")
+_FULL_HELP_FLAGS = ("--helpfull", "-helpfull")
+_HELP_WIDTH = 100
+
 # absl's --verbosity takes integers; the contract's --verbosity=debug means 1.
 _VERBOSITY_NAMES = {"debug": "1", "info": "0", "warning": "-1", "error": "-2", "fatal": "-3"}
 
@@ -103,11 +115,13 @@ def program_name(main):
     return "bert-" + module.rsplit(".", 1)[-1].replace("_", "-")
 
 
-def run(main, *, required_flags=(), pass_on_unknown_flags=False):
+def run(main, *, required_flags=(), pass_on_unknown_flags=False, check_inputs=None):
     """Parses the flags, runs `main(argv)` and ends the process with the exit code the outcome means.
 
     `pass_on_unknown_flags=True` hands the flags absl does not know to `main` in `argv` (for a command that passes
-    them on, as the Beam pipeline passes its runner's options); otherwise they are an error.
+    them on, as the Beam pipeline passes its runner's options); otherwise they are an error. `check_inputs()`, when
+    given, runs after the flags are parsed and before TensorFlow starts: it raises for an input that cannot be used
+    (a missing file), so that the user hears of it at once.
 
     Example:
     >>> def main(argv):
@@ -116,7 +130,7 @@ def run(main, *, required_flags=(), pass_on_unknown_flags=False):
     """
     program = program_name(main)
     flags.mark_flags_as_required(list(required_flags))
-    app.run(functools.partial(_run_main, main, program),
+    app.run(functools.partial(_run_main, main, program, check_inputs),
             flags_parser=functools.partial(parse_flags, program, known_only=pass_on_unknown_flags))
 
 
@@ -126,6 +140,10 @@ def parse_flags(program, argv, known_only=False):
     Extra positional arguments are refused: they are usually an unquoted glob the shell expanded.
     """
     argv = _with_verbosity_numbers(argv)
+    help_flag = _help_flag(argv)
+    if help_flag:
+        print(command_help(program, full=help_flag in _FULL_HELP_FLAGS), end="")
+        sys.exit(EXIT_OK)
     try:
         rest = FLAGS(argv, known_only=known_only)
     except flags.Error as error:
@@ -135,6 +153,62 @@ def parse_flags(program, argv, known_only=False):
               f"unexpected arguments {rest[1:]}: every input is a flag (--name=value); quote globs so the shell "
               f"does not expand them (--input_file='dir/*.txt') and join several with commas.")
     return rest
+
+
+def _help_flag(argv):
+    """The help flag in `argv` (before a `--` that ends the flags), or None."""
+    for arg in argv[1:]:
+        if arg == "--":
+            return None
+        if arg in _HELP_FLAGS:
+            return arg
+    return None
+
+
+def command_help(program, full=False):
+    """What `--help` prints: the command's description and examples (its module docstring), then its own flags in
+    the groups its module's `HELP_GROUPS` ({title: [flag names]}) names, the rest after them; `full` adds absl's
+    flags (logging, verbosity).
+
+    Example:
+    >>> print(command_help("bert-vocab"))  # doctest: +SKIP
+    """
+    command = sys.modules.get(_command_module(program)) or sys.modules["__main__"]
+    own = {flag.name: flag for module, module_flags in FLAGS.flags_by_module_dict().items()
+           if not module.startswith("absl") for flag in module_flags}
+    groups = dict(getattr(command, "HELP_GROUPS", {}))
+    grouped = {name for names in groups.values() for name in names}
+    rest = sorted(name for name in own if name not in grouped)
+    if rest:
+        groups["other flags" if grouped else f"{program} flags"] = rest
+    lines = [f"usage: {program} [--flag=value ...]", ""]
+    if command.__doc__:
+        lines += [command.__doc__.strip(), ""]
+    for title, names in groups.items():
+        lines.append(f"{title}:")
+        lines += [_flag_line(own[name]) for name in names if name in own]
+        lines.append("")
+    if full:
+        for module, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
+            if module.startswith("absl"):
+                lines += [f"absl flags ({module}):", *(_flag_line(f) for f in module_flags), ""]
+    else:
+        lines.append("--helpfull also lists absl's flags (logging; --verbosity=debug shows tracebacks).")
+    return "\n".join(lines) + "\n"
+
+
+def _command_module(program):
+    return "bert_tf.cli." + program[len("bert-"):].replace("-", "_")
+
+
+def _flag_line(flag):
+    text = f"--{flag.name}"
+    if flag.short_name:
+        text += f" (-{flag.short_name})"
+    text += f": {' '.join(flag.help.split())}"
+    if flag.default not in (None, [], ()):
+        text += f" (default: {flag.default_as_str})"
+    return textwrap.fill(text, width=_HELP_WIDTH, initial_indent="  ", subsequent_indent="      ")
 
 
 def _with_verbosity_numbers(argv):
@@ -155,9 +229,11 @@ def _flag_error_message(error):
     return f"{error} (--helpshort lists the flags)."
 
 
-def _run_main(main, program, argv):
-    print(f"{program}: {describe_devices()}", file=sys.stderr, flush=True)
+def _run_main(main, program, check_inputs, argv):
     try:
+        if check_inputs is not None:
+            check_inputs()
+        print(f"{program}: {describe_devices()}", file=sys.stderr, flush=True)
         return main(argv)
     except SystemExit:
         raise

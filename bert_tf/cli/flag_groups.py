@@ -70,8 +70,7 @@ def define_instance_flags():
     Example:
     >>> define_instance_flags()  # doctest: +SKIP
     """
-    from bert_tf.instances.options import InstanceOptions
-    from bert_tf.instances.pipeline import DEFAULT_SHARD_SIZE_MB
+    from bert_tf.instances.options import DEFAULT_SHARD_SIZE_MB, InstanceOptions
 
     if "max_predictions_per_seq" in FLAGS:
         return

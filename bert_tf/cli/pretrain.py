@@ -1,7 +1,7 @@
 """`bert-pretrain`: pre-train BERT from TFRecords with a recipe from configs/pretrain/ and the original flags.
 
-    bert-pretrain --config=bert_base_paper --model_dir=gs://bucket/bert_base \
-        --input_file='seq128/*.tfrecord' --input_file='seq512/*.tfrecord' --vocab_file=vocab.txt \
+    bert-pretrain --config=bert_base_paper --model_dir=gs://bucket/bert_base \\
+        --input_file='seq128/*.tfrecord' --input_file='seq512/*.tfrecord' --vocab_file=vocab.txt \\
         --strategy=tpu --tpu=my-tpu
 
 Flags left unset keep the recipe's values. `--input_file`, `--max_seq_length` and `--max_predictions_per_seq` are
@@ -29,14 +29,15 @@ from bert_tf.training.recipe import (
     Phase,
     Recipe,
     RecipeError,
+    check_ready,
     load_recipe,
+    recipe_names,
 )
-from bert_tf.training.strategy import ALL_REDUCE_IMPLEMENTATIONS, STRATEGIES
+from bert_tf.training.strategy_names import ALL_REDUCE_IMPLEMENTATIONS, STRATEGIES
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("config", None, "Recipe: a YAML path or a name in configs/pretrain/ (bert_base_paper, "
-                    "bert_large_paper, demo_cpu).")
+flags.DEFINE_string("config", None, f"Recipe: a YAML path or a shipped recipe's name ({', '.join(recipe_names())}).")
 flags.DEFINE_string("model_dir", None, "Output directory: checkpoints, bert_config.json, vocab.txt, TensorBoard "
                     "logs, curves. An existing one is resumed.")
 flags.DEFINE_enum("strategy", "default", STRATEGIES, "Where to run: tpu, mirrored (local GPUs), multi_worker "
@@ -91,6 +92,15 @@ OVERRIDE_FLAGS = {
 }
 _CHOICES = {"optimizer": OPTIMIZERS, "mixed_precision": MIXED_PRECISION}
 
+# --help's groups, by purpose (`bert_tf.cli.app.command_help`).
+HELP_GROUPS = {
+    "the run": ["config", "model_dir", "input_file", "eval_input_file", "vocab_file", "bert_config_file",
+                "init_checkpoint"],
+    "where it runs": ["strategy", "tpu", "all_reduce_implementation", "platform", "peak_tflops"],
+    "recipe overrides (unset: the recipe's value)": [name for name in OVERRIDE_FLAGS if name not in (
+        "input_file", "eval_input_file", "vocab_file", "bert_config_file", "init_checkpoint")] + ["set"],
+}
+
 
 def override_flag_kind(name):
     """(the plain type of the recipe field flag `name` sets, whether it is given once per phase).
@@ -143,6 +153,15 @@ def recipe_from_flags(flag_values=FLAGS):
     return recipe.override(settings) if settings else recipe
 
 
+def check_inputs():
+    """What needs no TensorFlow, before it starts: the recipe and its overrides, and that every input file exists."""
+    from bert_tf.training.preflight import check_run_inputs_exist
+
+    recipe = recipe_from_flags()
+    check_ready(recipe)
+    check_run_inputs_exist(recipe)
+
+
 def main(argv):
     del argv
     from bert_tf.training.pretraining import run_pretraining
@@ -167,7 +186,7 @@ def main(argv):
 
 
 def run():
-    app.run(main, required_flags=["config", "model_dir"])
+    app.run(main, required_flags=["config", "model_dir"], check_inputs=check_inputs)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,12 @@ Example:
     model.fit(train_features, train_labels, epochs=3)
 """
 
-from bert_tf.finetuning.classifier import BertClassifier
-from bert_tf.finetuning.optimizer import create_finetuning_optimizer
-from bert_tf.finetuning.span_qa import BertSpanQA
-from bert_tf.finetuning.token_classifier import BertTokenClassifier
+from bert_tf.lazy_exports import lazy_exports
 
-__all__ = [
-    "BertClassifier",
-    "create_finetuning_optimizer",
-    "BertSpanQA",
-    "BertTokenClassifier",
-]
+_EXPORTS = {
+    "BertClassifier": "bert_tf.finetuning.classifier",
+    "create_finetuning_optimizer": "bert_tf.finetuning.optimizer",
+    "BertSpanQA": "bert_tf.finetuning.span_qa",
+    "BertTokenClassifier": "bert_tf.finetuning.token_classifier",
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

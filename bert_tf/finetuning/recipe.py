@@ -10,9 +10,8 @@ import os
 import typing
 from typing import Optional
 
-import tensorflow as tf
-
 from bert_tf.config_schema import ConfigError, Section, parse_value, read_yaml
+from bert_tf.file_io import file_exists, is_directory, read_text
 
 
 def _option(default, help_text):
@@ -111,8 +110,7 @@ e.g. 2e-5 to 5e-5 (note the minus sign in the exponent).
 
 def load_finetuning_recipe(path):
     """A `FinetuningRecipe` from a YAML file; errors name the file's base name."""
-    if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+    if not file_exists(path) or is_directory(path):
         raise ConfigError(f"--config={path} is not a file: pass a fine-tuning recipe (YAML).")
-    with tf.io.gfile.GFile(path, "r") as f:
-        values = read_yaml(f.read(), path)
+    values = read_yaml(read_text(path), path)
     return FinetuningRecipe.from_dict(values, os.path.basename(path))

@@ -21,7 +21,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from bert_tf.errors import InputError
-from bert_tf.instances.pipeline import DEFAULT_SHARD_SIZE_MB, shard_documents
+from bert_tf.instances.options import DEFAULT_SHARD_SIZE_MB
+from bert_tf.instances.pipeline import shard_documents
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.text.corpus import INPUT_FORMATS, CorpusCounts, read_sentence_documents, read_text_documents
 from bert_tf.text.file_patterns import expand_file_patterns

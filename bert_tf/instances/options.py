@@ -9,6 +9,9 @@ from bert_tf.instances.masking import MaskingRules
 from bert_tf.instances.sentence_pairs import SentencePairRules
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW, RowLayout
 
+# Megabytes of text a worker turns into instances at a time.
+DEFAULT_SHARD_SIZE_MB = 0.5
+
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions(Section):

@@ -24,13 +24,12 @@ import time
 from tqdm import tqdm
 
 from bert_tf.errors import InputError
+from bert_tf.instances.options import DEFAULT_SHARD_SIZE_MB
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.writer import RoundRobinWriter
 from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.vocabulary import SPECIAL_TOKENS
-
-DEFAULT_SHARD_SIZE_MB = 0.5
 
 
 @dataclasses.dataclass

@@ -4,7 +4,8 @@ import keras
 from keras import ops
 
 from bert_tf.compat.keras_internals import variable_index
-from bert_tf.optimizers.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY, WeightDecayOptimizer
+from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+from bert_tf.optimizers.weight_decay_optimizer import WeightDecayOptimizer
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")

@@ -7,9 +7,7 @@ import keras
 from keras import ops
 
 from bert_tf.compat.keras_internals import variable_index
-
-# The original's `exclude_from_weight_decay`: regexes searched in the variable's full name.
-DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
 
 class WeightDecayOptimizer(keras.optimizers.Optimizer):

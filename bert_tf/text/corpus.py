@@ -14,9 +14,8 @@ same documents.
 
 import dataclasses
 
-import tensorflow as tf
-
 from bert_tf.errors import InputError
+from bert_tf.file_io import open_binary
 from bert_tf.text.file_patterns import expand_file_patterns
 from bert_tf.text.sentences import split_sentences
 
@@ -54,10 +53,6 @@ class CorpusCounts:
 _BINARY_CHECK_BYTES = 1 << 16
 
 
-def _open_binary(path):
-    return tf.io.gfile.GFile(path, "rb") if "://" in path else open(path, "rb")
-
-
 def decode(data, counts):
     """UTF-8 text of `data`, undecodable bytes dropped (and counted), as the original's convert_to_unicode."""
     try:
@@ -81,7 +76,7 @@ def read_sentence_documents(files, counts):
     document = []
     for path in files:
         counts.files += 1
-        with _open_binary(path) as f:
+        with open_binary(path) as f:
             checked = 0
             for raw in f:
                 if checked < _BINARY_CHECK_BYTES:
@@ -101,7 +96,7 @@ def read_text_documents(files, counts):
     """One document per raw text file, split into sentences."""
     for path in files:
         counts.files += 1
-        with _open_binary(path) as f:
+        with open_binary(path) as f:
             data = f.read()
         check_not_binary(path, data[:_BINARY_CHECK_BYTES])
         counts.lines += data.count(b"\n") + 1

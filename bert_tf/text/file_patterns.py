@@ -8,9 +8,11 @@ named twice is read once; a pattern that matches nothing is an error naming it.
 import errno
 import os
 
-import tensorflow as tf
-
 from bert_tf.errors import InputError, InputFileNotFoundError
+from bert_tf.file_io import is_directory, is_remote
+
+# A pattern with none of these is a plain path, checked with the standard library (no TensorFlow start-up).
+_GLOB_CHARACTERS = frozenset("*?[")
 
 
 def expand_file_patterns(patterns, flag="input_file"):
@@ -27,11 +29,18 @@ def expand_file_patterns(patterns, flag="input_file"):
         raise InputError(f"{flag}={patterns!r} names no file: pass a path, a glob or a comma-separated list of them.")
     files = {}  # an ordered set
     for pattern in split:
-        matched = sorted(tf.io.gfile.glob(pattern))
+        matched = _matching(pattern)
         if not matched:
             raise InputFileNotFoundError(f"{flag} pattern {pattern!r} matches no file: check the path (globs are "
                                          f"expanded here, so quote them in the shell).")
-        if matched == [pattern] and tf.io.gfile.isdir(pattern):  # a plain path; globs are left unchecked (cost)
+        if matched == [pattern] and is_directory(pattern):  # a plain path; globs are left unchecked (cost)
             raise IsADirectoryError(errno.EISDIR, "Is a directory", pattern)
         files.update(dict.fromkeys(matched))
     return list(files)
+
+
+def _matching(pattern):
+    if is_remote(pattern) or _GLOB_CHARACTERS & set(pattern):
+        import tensorflow as tf  # its glob rules, the same for every filesystem
+        return sorted(tf.io.gfile.glob(pattern))
+    return [pattern] if os.path.exists(pattern) else []

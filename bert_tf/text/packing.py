@@ -16,8 +16,9 @@ Core ops only in the in-graph form: TF Serving's tensorflow-text lacks `RoundRob
 SavedModel cannot use tensorflow-text's trimmer and packer.
 """
 
+import sys
+
 import numpy as np
-import tensorflow as tf
 
 
 def pair_keep_lengths(len_a, len_b, budget):
@@ -31,12 +32,19 @@ def pair_keep_lengths(len_a, len_b, budget):
     """
     if isinstance(len_a, int) and isinstance(len_b, int):  # the builtins: the offline pair builder asks per pair
         minimum, maximum = min, max
-    elif isinstance(len_a, tf.Tensor) or isinstance(len_b, tf.Tensor):
+    elif _is_tensor(len_a) or _is_tensor(len_b):
+        tf = sys.modules["tensorflow"]
         minimum, maximum, budget = tf.minimum, tf.maximum, tf.cast(budget, len_a.dtype)
     else:
         minimum, maximum = np.minimum, np.maximum
     keep_a = minimum(len_a, maximum((budget + 1) // 2, budget - len_b))
     return keep_a, minimum(len_b, budget - keep_a)
+
+
+def _is_tensor(value):
+    """Whether `value` is a TensorFlow tensor, without importing TensorFlow (offline data creation needs none)."""
+    tf = sys.modules.get("tensorflow")
+    return tf is not None and isinstance(value, tf.Tensor)
 
 
 def _ranges(starts, lengths):
@@ -87,11 +95,14 @@ def pack_spans_in_graph(tokens, a_start, a_stop, seq_length, cls_id, sep_id, b_s
     input_mask, input_type_ids) int32 [N, seq_length]. Padding is 0, as the records'.
 
     Example:
+    >>> import tensorflow as tf
     >>> ids, mask, types = pack_spans_in_graph(tf.constant([7, 8, 9, 5, 6]), tf.constant([0]), tf.constant([3]),
     ...                                        9, 1, 2, b_start=tf.constant([3]), b_stop=tf.constant([5]))
     >>> ids.numpy().tolist()
     [[1, 7, 8, 9, 2, 5, 6, 2, 0]]
     """
+    import tensorflow as tf
+
     a_start = tf.cast(a_start, tf.int32)[:, tf.newaxis]
     a = tf.cast(a_stop, tf.int32)[:, tf.newaxis] - a_start
     pair = b_start is not None

@@ -23,7 +23,6 @@ import numpy as np
 
 from bert_tf.errors import InputError
 from bert_tf.text.normalization import is_punctuation, normalize, split_words
-from bert_tf.text.tokenizer import FullTokenizer
 from bert_tf.text.vocabulary import Vocabulary
 
 UNUSED_TOKEN = re.compile(r"\[unused\d+\]")
@@ -100,6 +99,8 @@ def extend_vocab(base_vocab, word_counts, keep_unused=DEFAULT_KEEP_UNUSED, max_n
     unused_rows = [i for i, token in enumerate(base.tokens) if UNUSED_TOKEN.fullmatch(token)]
     free, fillable = unused_rows[:keep_unused], unused_rows[keep_unused:]
     frequent = sorted(word for word, count in word_counts.items() if count >= min_frequency)
+    from bert_tf.text.tokenizer import FullTokenizer  # TensorFlow: late, so bert-vocab's flags load without it
+
     tokenizer = FullTokenizer(base, do_lower_case=False)  # the words are normalized already
     candidates = [AddedToken(word, -1, word_counts[word], tuple(pieces), False)
                   for word, pieces in zip(frequent, word_pieces(tokenizer, frequent))
@@ -124,6 +125,7 @@ def extend_vocab(base_vocab, word_counts, keep_unused=DEFAULT_KEEP_UNUSED, max_n
 def tokens_per_word(tokenizer, word_counts):
     """Mean WordPiece tokens per word over a corpus's word counts; punctuation marks (a token each) are not words.
 
+    >>> from bert_tf.text.tokenizer import FullTokenizer
     >>> tokens_per_word(FullTokenizer(["[UNK]", "beg", "##at", "a"]), {"begat": 1, "a": 1, ".": 5})
     1.5
     """
@@ -165,6 +167,8 @@ def new_rows(base_vocab, extended_vocab):
                              f"line (only [unused*] rows may change); make it with bert-vocab --extend.")
     rows = [i for i in changed + list(range(base.size, extended.size))
             if not (extended.tokens[i].startswith("[") and extended.tokens[i].endswith("]"))]
+    from bert_tf.text.tokenizer import FullTokenizer
+
     tokenizer = FullTokenizer(base, do_lower_case=False)
     pieces = word_pieces(tokenizer, [extended.tokens[i] for i in rows])
     return {row: tokenizer.convert_tokens_to_ids(p) for row, p in zip(rows, pieces)}

@@ -12,9 +12,9 @@ import functools
 import os
 
 import numpy as np
-import tensorflow as tf
 
 from bert_tf.errors import InputError, InputFileNotFoundError, InputIsADirectoryError
+from bert_tf.file_io import file_exists, is_directory, open_binary
 
 # The tokens a pre-training vocab holds; bert-vocab writes them first, in this order.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -24,20 +24,21 @@ MASKING_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def read_vocab_file(vocab_file):
-    """The tokens of a vocab file in id order (the original's `load_vocab`: each line stripped), on tf.io.gfile.
+    """The tokens of a vocab file in id order (the original's `load_vocab`: each line stripped), local or on
+    any tf.io.gfile filesystem.
 
     Example:
     >>> read_vocab_file("vocab.txt")[:2]  # doctest: +SKIP
     ['[PAD]', '[unused0]']
     """
     vocab_file = os.fspath(vocab_file)
-    if not tf.io.gfile.exists(vocab_file):
+    if not file_exists(vocab_file):
         raise InputFileNotFoundError(f"vocab_file {vocab_file!r} does not exist: pass a WordPiece vocab (one token per "
                                      f"line), e.g. the model's vocab.txt or one learned with bert-vocab.")
-    if tf.io.gfile.isdir(vocab_file):
+    if is_directory(vocab_file):
         raise InputIsADirectoryError(
             f"vocab_file {vocab_file!r} is a directory: pass the vocab file in it (vocab.txt).")
-    with tf.io.gfile.GFile(vocab_file, "rb") as f:
+    with open_binary(vocab_file) as f:
         lines = f.read().decode("utf-8", "ignore").split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last token

@@ -3,16 +3,15 @@
 gives and ids the model's embeddings hold (`records.checker.check_record_files`)."""
 
 from bert_tf.errors import InputError
-from bert_tf.records.checker import check_record_files
+from bert_tf.text.file_patterns import expand_file_patterns
 
 
-def check_run_inputs(recipe, config, masker=None, vocab=None, record_counts=None):
-    """Raises `InputError` naming the input (phase or eval), the file and the fix for the first input a run cannot
-    use; `masker` (dynamic masking) needs only the records' input_ids. With `vocab` (a `Vocabulary`) the records'
-    [CLS], [SEP] and [MASK] ids must be its own. `record_counts`, a dict, receives each input pattern's number of
-    records (counted, or estimated from the file sizes; None when unknown).
+def run_inputs(recipe):
+    """(what, pattern, max_seq_length, max_predictions_per_seq) of every record input a run reads: each phase's
+    (its `mixed_inputs` too), then the eval's.
 
-    >>> check_run_inputs(recipe, config)  # doctest: +SKIP
+    >>> [what for what, *_ in run_inputs(recipe)]  # doctest: +SKIP
+    ["phase 'seq128' (--input_file)", "the eval input (--eval_input_file)"]
     """
     last = recipe.phases[-1]
     inputs = []
@@ -24,7 +23,33 @@ def check_run_inputs(recipe, config, masker=None, vocab=None, record_counts=None
         inputs.append(("the eval input (--eval_input_file)", recipe.eval.input_file,
                        recipe.eval.max_seq_length or last.max_seq_length,
                        recipe.eval.max_predictions_per_seq or last.max_predictions_per_seq))
-    for what, pattern, max_seq_length, max_predictions_per_seq in inputs:
+    return inputs
+
+
+def check_run_inputs_exist(recipe):
+    """Raises `InputError` naming the first input whose pattern matches no file (or a directory): the part of
+    `check_run_inputs` that needs no TensorFlow, so that a command answers a mistyped path at once.
+
+    >>> check_run_inputs_exist(recipe)  # doctest: +SKIP
+    """
+    for what, pattern, _, _ in run_inputs(recipe):
+        try:
+            expand_file_patterns(pattern)
+        except (ValueError, OSError) as error:
+            raise InputError(f"{what}: {_detail(error)}") from None
+
+
+def check_run_inputs(recipe, config, masker=None, vocab=None, record_counts=None):
+    """Raises `InputError` naming the input (phase or eval), the file and the fix for the first input a run cannot
+    use; `masker` (dynamic masking) needs only the records' input_ids. With `vocab` (a `Vocabulary`) the records'
+    [CLS], [SEP] and [MASK] ids must be its own. `record_counts`, a dict, receives each input pattern's number of
+    records (counted, or estimated from the file sizes; None when unknown).
+
+    >>> check_run_inputs(recipe, config)  # doctest: +SKIP
+    """
+    from bert_tf.records.checker import check_record_files
+
+    for what, pattern, max_seq_length, max_predictions_per_seq in run_inputs(recipe):
         try:
             stats = {}
             check_record_files(pattern, max_seq_length, max_predictions_per_seq, config.vocab_size,
@@ -33,6 +58,8 @@ def check_run_inputs(recipe, config, masker=None, vocab=None, record_counts=None
             if record_counts is not None:
                 record_counts[pattern] = stats.get("records")
         except (ValueError, OSError) as error:
-            detail = (f"{error.filename}: {error.strerror}" if isinstance(error, OSError) and error.filename
-                      else str(error))
-            raise InputError(f"{what}: {detail}") from None
+            raise InputError(f"{what}: {_detail(error)}") from None
+
+
+def _detail(error):
+    return f"{error.filename}: {error.strerror}" if isinstance(error, OSError) and error.filename else str(error)

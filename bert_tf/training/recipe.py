@@ -20,7 +20,6 @@ import os
 import typing
 from typing import Optional
 
-import tensorflow as tf
 from absl import logging
 
 from bert_tf.config import BertConfig, configs_dir
@@ -35,7 +34,8 @@ from bert_tf.config_schema import (
     read_yaml,
     section_items,
 )
-from bert_tf.optimizers.weight_decay_optimizer import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+from bert_tf.file_io import file_exists, read_text
+from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
 OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -401,18 +401,24 @@ _STRING_FIELDS = {f.name for cls in (Recipe, Phase, BertConfig, *SECTIONS.values
                   if typing.get_type_hints(cls)[f.name] in (str, Optional[str])}
 
 
+def recipe_names():
+    """The names of the recipes that ship in configs/pretrain/.
+
+    >>> "bert_base_paper" in recipe_names()
+    True
+    """
+    return sorted(f[:-len(".yaml")] for f in os.listdir(os.path.join(configs_dir(), "pretrain")) if f.endswith(".yaml"))
+
+
 def load_recipe(name_or_path):
     """A recipe from a YAML file, or by name from configs/pretrain/ ("bert_base_paper", "demo_cpu", ...)."""
     path = name_or_path
-    if not tf.io.gfile.exists(path):
+    if not file_exists(path):
         named = os.path.join(configs_dir(), "pretrain", f"{name_or_path}.yaml")
         if not os.path.exists(named):
-            available = sorted(f[:-5] for f in os.listdir(os.path.join(configs_dir(), "pretrain"))
-                               if f.endswith(".yaml"))
-            raise RecipeError(f"No recipe file {name_or_path!r}: pass a YAML path or one of {available}.")
+            raise RecipeError(f"No recipe file {name_or_path!r}: pass a YAML path or one of {recipe_names()}.")
         path = named
-    with tf.io.gfile.GFile(path, "r") as f:
-        values = read_yaml(f.read(), path, RecipeError)
+    values = read_yaml(read_text(path), path, RecipeError)
     return Recipe.from_dict(values, os.path.basename(path))
 
 

@@ -18,12 +18,8 @@ from absl import logging
 from bert_tf.errors import InputError
 from bert_tf.training.device_check import GPU_INSTALL, found_devices, no_tpu_error
 from bert_tf.training.input_hosts import strategy_hosts
+from bert_tf.training.strategy_names import STRATEGIES
 
-STRATEGIES = ("tpu", "mirrored", "multi_worker", "one_device", "default")
-# --all_reduce_implementation: how MultiWorkerMirroredStrategy's collectives travel.
-ALL_REDUCE_IMPLEMENTATIONS = {"auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
-                              "ring": tf.distribute.experimental.CommunicationImplementation.RING,
-                              "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL}
 # The name scope of the ops cutting a host's batch into its replicas' slices (the tests find them by it).
 SLICE_SCOPE = "replica_slice"
 
@@ -68,9 +64,9 @@ def create_strategy(name, tpu=None, all_reduce_implementation=None):
         implementation = all_reduce_implementation or default_all_reduce_implementation(
             len(tf.config.list_physical_devices("GPU")))
         logging.info("MultiWorkerMirroredStrategy all-reduce: %s.", implementation)
+        communication = getattr(tf.distribute.experimental.CommunicationImplementation, implementation.upper())
         return tf.distribute.MultiWorkerMirroredStrategy(
-            communication_options=tf.distribute.experimental.CommunicationOptions(
-                implementation=ALL_REDUCE_IMPLEMENTATIONS[implementation]))
+            communication_options=tf.distribute.experimental.CommunicationOptions(implementation=communication))
     if name == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
         return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")

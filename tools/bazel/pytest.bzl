@@ -1,19 +1,22 @@
 """`pytest_test`: a py_test that runs one tests/test_*.py file under pytest."""
 
-def pytest_test(name, srcs, deps = [], **kwargs):
-    """A py_test for the pytest files `srcs`, with the package, the test helpers and the project's venv.
+def pytest_test(name, srcs, deps = [], tier = "default", **kwargs):
+    """A py_test for the tests of one tier in the pytest files `srcs`, with the package, the test helpers and the
+    project's venv.
 
     Args:
-      name: target name, the test file's name without `.py` (tools/update_build.py writes these).
+      name: target name, the test file's name without `.py`, `_large` added for the large tier
+        (tools/update_build.py writes these).
       srcs: the pytest files, paths from the workspace root.
       deps: more py_library targets besides //:bert_tf and //:test_support.
+      tier: "default" (the tests `make test` runs, -m "not large") or "large" (`make test-large`, -m large).
       **kwargs: size, tags and any other py_test attribute.
     """
     native.py_test(
         name = name,
         srcs = srcs + ["//tools/bazel:pytest_main.py"],
         main = "//tools/bazel:pytest_main.py",
-        args = srcs,
+        args = srcs + ["-m", "large" if tier == "large" else "'not large'"],
         deps = ["//:bert_tf", "//:test_support"] + deps,
         python_version = "PY3",
         srcs_version = "PY3",
