@@ -392,3 +392,113 @@ def test_a_stopped_run_with_mixed_inputs_resumes_bit_identically(data, tmp_path,
     with pytest.raises(ValueError, match=r"^phase 'seq16' mixed_inputs\[0\]: Records in .*seq32\.tfrecord do not "
                                          r"match max_seq_length=16"):
         run_pretraining(bad, str(tmp_path / "bad"), peak_tflops=1.0)
+
+
+def short_run_args(data, model_dir, steps=3000, iterations_per_loop=50, save_checkpoints_steps=10_000):
+    """`bert-pretrain` flags of a one-phase run of the tiny model (about 2 ms a step here) that writes no checkpoint
+    of its own before its end, unless `save_checkpoints_steps` says so."""
+    recipe = one_phase_recipe(data, f"short_{steps}", steps, iterations_per_loop=iterations_per_loop,
+                              save_checkpoints_steps=save_checkpoints_steps)
+    return [f"--config={recipe}", f"--model_dir={model_dir}", f"--input_file={data['seq16']}",
+            f"--vocab_file={data['vocab']}", "--peak_tflops=1"]
+
+
+def signal_while_training(args, *signals):
+    """Starts `bert-pretrain ARGS`, sends `signals` once it has logged its second row (it trains), and returns (the
+    process after it exited, its stderr)."""
+    process = start_cli("pretrain", *args)
+    lines = []
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if "step 100/" in line:
+                break
+        assert process.poll() is None, "".join(lines)[-3000:]
+        for sig in signals:
+            process.send_signal(sig)
+        _, rest = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process, "".join(lines) + rest
+
+
+def test_ctrl_c_saves_within_the_step_and_the_same_command_resumes(data, tmp_path):
+    model_dir = str(tmp_path / "run")
+    args = short_run_args(data, model_dir)
+    process, stderr = signal_while_training(args, signal.SIGINT)
+    assert process.returncode == 130, stderr[-3000:]
+    saved = latest_step(model_dir)  # the run's only checkpoint before its end is the one Ctrl-C wrote
+    assert saved is not None and 100 <= saved < 3000, stderr[-3000:]
+    assert "SIGINT received: saving a checkpoint after the current step" in stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last == (f"bert-pretrain: stopped by SIGINT (Ctrl-C) at step {saved} after saving {model_dir}/ckpt-{saved}; "
+                    f"run the same command again to resume."), last
+    assert "Traceback" not in stderr
+    resumed = run_cli("pretrain", *args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"(step {saved})" in resumed.stderr and latest_step(model_dir) == 3000
+
+
+# Ctrl-C while the watcher waits for the loop to save (here: forever), then Ctrl-C again.
+SECOND_CTRL_C = """
+import os, signal, sys, time
+from bert_tf.training.preemption import PreemptionWatcher
+with PreemptionWatcher() as watcher:
+    os.kill(os.getpid(), signal.SIGINT)
+    while not watcher.requested():
+        time.sleep(0.01)
+    print(watcher.signal_name, flush=True)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(60)
+"""
+
+
+def test_a_second_ctrl_c_stops_at_once():
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", SECOND_CTRL_C], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130 and time.monotonic() - started < 30, done.stderr[-3000:]
+    assert done.stdout.strip() == "SIGINT"
+    assert "SIGINT received: saving a checkpoint after the current step" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == ("Interrupted again (Ctrl-C): stopped at once, without saving; the "
+                                                    "latest checkpoint stays the last one written.")
+
+
+def test_a_changed_recipe_is_refused_on_resume_until_accepted_and_every_recipe_is_kept(data, tmp_path):
+    model_dir = str(tmp_path / "run")
+    args = short_run_args(data, model_dir, steps=10, iterations_per_loop=5, save_checkpoints_steps=10)
+    first = run_cli("pretrain", *args)
+    assert first.returncode == 0, first.stderr[-3000:]
+    with open(os.path.join(model_dir, "recipe.yaml")) as f:
+        recorded = f.read()
+
+    # Another learning rate and batch: refused before a step, in one line naming both and the flag.
+    refused = run_cli("pretrain", *args, "--num_train_steps=20", "--learning_rate=1e-2", "--train_batch_size=4")
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    line = refused.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"bert-pretrain: error: {model_dir} was trained to step 10 under another recipe ("), line
+    assert "learning_rate: 0.003 -> 0.01" in line and "train_batch_size: 8 -> 4" in line
+    assert "Pass --accept_recipe_change" in line and "num_train_steps" not in line  # longer is no difference to accept
+    assert latest_step(model_dir) == 10 and sorted(f for f in os.listdir(model_dir) if f.startswith("recipe")) == [
+        "recipe.yaml"]
+
+    # A longer run alone is accepted as before, saying what it changes for the rest of the run.
+    longer = run_cli("pretrain", *args, "--num_train_steps=20")
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert ("For the rest of the run: phases now end at steps seq16 20 (were 10); the learning rate at step 10 is "
+            "0.0015 (was 0) and decays to 0 at step 20 (was 10).") in longer.stderr
+    assert latest_step(model_dir) == 20
+
+    # Accepted: it trains, and the directory keeps each recipe it was trained under.
+    accepted = run_cli("pretrain", *args, "--num_train_steps=30", "--learning_rate=1e-2", "--accept_recipe_change")
+    assert accepted.returncode == 0, accepted.stderr[-3000:]
+    assert "with the recipe changed (learning_rate: 0.003 -> 0.01" in accepted.stderr
+    assert latest_step(model_dir) == 30
+    with open(os.path.join(model_dir, "recipe.yaml")) as f:
+        assert f.read() == recorded
+    history = {name: yaml.safe_load(open(os.path.join(model_dir, name))) for name in ("recipe-2.yaml",
+                                                                                      "recipe-3.yaml")}
+    assert (history["recipe-2.yaml"]["num_train_steps"], history["recipe-2.yaml"]["learning_rate"]) == (20, 3e-3)
+    assert (history["recipe-3.yaml"]["num_train_steps"], history["recipe-3.yaml"]["learning_rate"]) == (30, 1e-2)
+    with open(os.path.join(model_dir, "recipe-3.yaml")) as f:
+        assert f.readline().startswith("# from step 20: learning_rate: 0.003 -> 0.01")
