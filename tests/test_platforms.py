@@ -24,7 +24,8 @@ def test_the_platforms_the_issue_names_exist():
 @pytest.mark.parametrize("name", [n for n in sorted(PLATFORMS) if PLATFORMS[n].device])
 def test_each_micro_batch_is_the_largest_power_of_two_that_fits_the_device_at_its_phase_length(name):
     platform = PLATFORMS[name]
-    budget = HEADROOM * DEVICES[platform.device].memory_gib * GIB
+    assert platform.memory_margin == pytest.approx(1 - HEADROOM)  # the margin the estimate's tool keeps
+    budget = (1 - platform.memory_margin) * DEVICES[platform.device].memory_gib * GIB
     assert platform.mixed_precision == "mixed_bfloat16"
     for preset in ("base", "large"):
         assert set(platform.models[preset].max_micro_batch_size) == set(ESTIMATES[preset]) == {128, 512}
@@ -95,3 +96,34 @@ def test_each_accelerator_platform_sets_an_eval_batch_that_splits_over_its_repli
         devices = [f"/job:worker/task:{r // per_host}/device:{kind.upper()}:{r % per_host}" for r in range(replicas)]
         check_eval_batch_size(fitted.eval.eval_batch_size, WorkerLayout(replicas, replicas, 1, 0,
                                                                          group_by_host(devices)))
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(PLATFORMS) if PLATFORMS[n].device])
+def test_each_accelerator_platform_says_where_its_memory_figures_come_from(name):
+    """No accelerator has measured its step yet: every entry names the XLA:CPU estimate and TensorFlow's version,
+    and the margin kept for what a CPU compiler's buffers miss."""
+    assert PLATFORMS[name].memory_source == "XLA:CPU estimate, TensorFlow 2.21"
+    assert PLATFORMS[name].memory_margin == 0.2
+
+
+def test_a_platforms_file_without_memory_sources_still_loads_and_bad_ones_say_what_to_write(tmp_path):
+    entry = {"device": "h100_80gb", "mixed_precision": "mixed_bfloat16",
+             "models": {"base": {"max_micro_batch_size": {128: 256, 512: 128}}}}
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump({"platforms": {"h100_80gb": entry}}))
+    loaded = load_platforms(str(old))["h100_80gb"]
+    assert (loaded.memory_source, loaded.memory_margin, loaded.max_micro_batch_size("base", 512)) == (None, None, 128)
+
+    for fields, message in (
+            ({"memory_source": "measured", "memory_margin": 0.1}, r"old.yaml: platforms.h100_80gb: memory_source="
+                                                                  r"'measured' must start with 'XLA:CPU estimate' or"),
+            ({"memory_source": "XLA:CPU estimate, TensorFlow 2.21"},
+             r"memory_margin=None must be given with an estimate"),
+            ({"memory_source": "XLA:GPU measured on NVIDIA H100 80GB HBM3", "memory_margin": 1.5},
+             r"memory_margin=1.5 must be the share of device memory left free, from 0 up to")):
+        old.write_text(yaml.safe_dump({"platforms": {"h100_80gb": {**entry, **fields}}}))
+        with pytest.raises(RecipeError, match=message):
+            load_platforms(str(old))
+    measured = {**entry, "memory_source": "XLA:GPU measured on NVIDIA H100 80GB HBM3", "memory_margin": 0.05}
+    old.write_text(yaml.safe_dump({"platforms": {"h100_80gb": measured}}))
+    assert load_platforms(str(old))["h100_80gb"].memory_source.endswith("H100 80GB HBM3")

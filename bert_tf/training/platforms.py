@@ -16,6 +16,8 @@ from bert_tf.config_schema import Section, read_yaml
 from bert_tf.training.recipe import JIT_COMPILE_SCOPES, MIXED_PRECISION, RecipeError
 
 PLATFORMS_FILE = os.path.join(configs_dir(), "platforms.yaml")
+# How a platform's memory figures may be sourced (`PlatformSettings.memory_source` starts with one of these).
+MEMORY_SOURCES = ("XLA:CPU estimate", "XLA:GPU estimate", "XLA:GPU measured on", "XLA:TPU measured on")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +55,12 @@ class PlatformSettings(Section):
             compile the whole step, so the host never waits on the device between steps.
         eval_batch_size: the recipe's `eval.eval_batch_size` here, a multiple of the replicas one process drives
             on the platform's machines (None keeps the recipe's).
+        memory_source: where the memory figures behind the micro-batches come from, naming the compiler and its
+            version or the device: "XLA:CPU estimate, TensorFlow 2.21" (the CPU compiler's buffer assignment,
+            which is not the device compiler's) or "XLA:GPU measured on NVIDIA H100 80GB HBM3" (optional: files
+            written before it load; None says nothing about them).
+        memory_margin: the share of the device's memory the micro-batches leave free for what the figures miss
+            (an estimate's compiler differences, workspaces, fragmentation); required with an estimate.
 
     Example:
     >>> fits = {"base": ModelFit({128: 128, 512: 32})}
@@ -68,9 +76,20 @@ class PlatformSettings(Section):
     jit_compile: Optional[bool] = None
     jit_compile_scope: Optional[str] = None
     eval_batch_size: Optional[int] = None
+    memory_source: Optional[str] = None
+    memory_margin: Optional[float] = None
 
     def _rules(self):
-        return (("device", self.device is None or self.device in DEVICES,
+        source, margin = self.memory_source, self.memory_margin
+        return (("memory_source", source is None or (isinstance(source, str) and source.startswith(MEMORY_SOURCES)),
+                 f"must start with {' or '.join(map(repr, MEMORY_SOURCES))} and name the compiler's version or the "
+                 f"device, e.g. 'XLA:CPU estimate, TensorFlow 2.21'"),
+                ("memory_margin", margin is None or (isinstance(margin, (int, float)) and not isinstance(margin, bool)
+                                                     and 0 <= margin < 1),
+                 "must be the share of device memory left free, from 0 up to (not including) 1"),
+                ("memory_margin", margin is not None or "estimate" not in (source or ""),
+                 "must be given with an estimate (memory_source: XLA:... estimate): the share it leaves free"),
+                ("device", self.device is None or self.device in DEVICES,
                  f"is not a known device: use one of {', '.join(sorted(DEVICES))} or null (CPU)"),
                 ("eval_batch_size", self.eval_batch_size is None or self.eval_batch_size > 0,
                  "must be a positive integer or null"),
