@@ -10,9 +10,11 @@ import tensorflow as tf
 
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.errors import InputError
+from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.optimizers.lamb import Lamb
 from bert_tf.training import pretraining
+from bert_tf.training.evaluation import evaluate
 from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
 from bert_tf.training.recipe import Recipe
 from bert_tf.training.training_log import read_history
@@ -268,3 +270,32 @@ def test_prepare_and_train_stand_alone_and_restored_means_restored(data, tmp_pat
     assert done.train() is False and done.restored is False
     result = done.finish(False)
     assert done.restored is True and result.completed and result.step == 10
+
+
+def test_an_eval_set_smaller_than_the_batch_is_evaluated_whole(data, tmp_path):
+    small = write_records(tmp_path / "small_eval.tfrecord", 5, SEQ, PRED, seed=7)
+    result = run_pretraining(tiny_recipe(data, num_train_steps=2, num_warmup_steps=1, eval_input_file=small),
+                             str(tmp_path / "run"), peak_tflops=1.0)
+    assert result.completed and result.eval_results["eval_batches"] == 1
+    # 13 records in batches of 8: the second batch padded with 3 zero-weight rows; every record counted once, as in
+    # one batch of all 13.
+    model = load_pretrainer(str(tmp_path / "run"))
+    odd = write_records(tmp_path / "odd_eval.tfrecord", 13, SEQ, PRED, seed=8)
+    padded = evaluate(model, pretraining_dataset(odd, SEQ, PRED, 8, is_training=False, drop_remainder=False),
+                      batch_size=8)
+    whole = evaluate(model, pretraining_dataset(odd, SEQ, PRED, 13, is_training=False))
+    assert padded["eval_batches"] == 2 and whole["eval_batches"] == 1
+    for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"):
+        np.testing.assert_allclose(padded[name], whole[name], rtol=1e-5, err_msg=name)
+
+
+def test_each_phase_says_how_often_it_reads_its_records(data, tmp_path, caplog):
+    caplog.set_level("INFO")
+    run_pretraining(tiny_recipe(data, num_train_steps=4, num_warmup_steps=1), str(tmp_path / "run"), peak_tflops=1.0)
+    assert "about 0.1 passes over its ~256 records." in caplog.text  # 4 steps x 8 of 256 records
+    assert "reads its records more than 50 times" not in caplog.text
+    caplog.clear()
+    few = write_records(tmp_path / "few.tfrecord", 4, SEQ, PRED, seed=9)  # 30 steps x 8 of 4 records: 60 passes
+    run_pretraining(tiny_recipe(data, input_file=[few], num_train_steps=30), str(tmp_path / "few"), peak_tflops=1.0)
+    assert "about 60.0 passes over its ~4 records." in caplog.text
+    assert "Phase seq16 reads its records more than 50 times: a model memorises so few records" in caplog.text

@@ -132,3 +132,19 @@ def test_bert_vocab_cli(tmp_path):
     assert "wrote" in done.stdout
     bad = run_cli("vocab", f"--input_file={tmp_path}/missing*.txt", f"--output_file={output}")
     assert bad.returncode == 2 and "matches no file" in bad.stderr.strip().splitlines()[-1]
+
+
+def test_bert_vocab_shows_progress_and_warns_when_it_learns_far_fewer_tokens_than_asked(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("The Lord is my shepherd.\nHe restores my soul.\n\nJesus wept.\n" * 50, encoding="utf-8")
+    output = tmp_path / "vocab.txt"
+    few = run_cli("vocab", f"--input_file={corpus}", "--vocab_size=8000", f"--output_file={output}")
+    assert few.returncode == 0, few.stderr[-2000:]
+    learned = len(read_vocab_file(output))
+    assert learned < 100
+    assert "Read 150 sentences" in few.stderr and f"Learned {learned} tokens in" in few.stderr
+    assert few.stderr.strip().splitlines()[-1].startswith(
+        f"bert-vocab: warning: learned only {learned} tokens of the 8000 asked for: the text has too few distinct "
+        f"words")
+    enough = run_cli("vocab", f"--input_file={corpus}", f"--vocab_size={learned}", f"--output_file={output}")
+    assert enough.returncode == 0 and "warning" not in enough.stderr, enough.stderr[-2000:]
