@@ -94,9 +94,8 @@ class Controller:
             if step >= next_save or step >= end or preempted or save_now:
                 self.save_checkpoint(checkpoint, step)
             if preempted:
-                logging.warning("Stopped on %s at step %d after saving checkpoint %s; re-run the same command to "
-                                "resume from step %d.", self.stop_signal_name(), step,
-                                os.path.basename(checkpoint.manager.latest_checkpoint or ""), step)
+                logging.warning("Stopped on %s at step %d after saving its checkpoint; re-run the same command to "
+                                "resume from step %d.", self.stop_signal_name(), step, step)
                 return True
         return False
 
