@@ -115,6 +115,8 @@ def _raise_if_oom(error, stage):
 
 def run(step, platform, runs, perturb=False):
     """Compiles, checks and times the step; returns the figures as a dict (`agreement` among them)."""
+    # jax's GPU client takes 75% of the device by default: the question is whether the step fits the whole card.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.95")
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the int64 step counter and dropout seed states
