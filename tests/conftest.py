@@ -42,11 +42,11 @@ def tiny_config_fixture():
     return tiny_config()
 
 
-# The longest test files (minutes each, measured in CI), collected first: `make test` hands whole files to its two
-# workers in collection order (--no-loadscope-reorder; xdist's default order, most tests first, started the longest
-# files last and kept one worker busy long after the other was done). The demo's file runs on its own after them.
-LONGEST_FIRST = ("test_distributed_training.py", "test_finetune_cli.py", "test_compiled_program.py",
-                 "test_bad_inputs.py")
+# The longest test files of either tier (minutes each), collected first: `make test` and `make test-large` hand
+# whole files to their two workers in collection order (--no-loadscope-reorder; xdist's default order, most tests
+# first, started the longest files last and kept one worker busy long after the other was done).
+LONGEST_FIRST = ("test_demo.py", "test_pretrain_cli.py", "test_distributed_training.py", "test_finetune_cli.py",
+                 "test_bad_inputs.py", "test_serving.py", "test_replica_dropout.py", "test_compiled_program.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -18,6 +18,9 @@ from bert_tf.text.bible import read_bible_documents  # noqa: E402
 from bert_tf.text.corpus import CorpusCounts, read_documents  # noqa: E402
 from bert_tf.text.tokenizer import FullTokenizer  # noqa: E402
 
+# The Beam pipeline over worker processes: the large tier (pytest.ini).
+pytestmark = pytest.mark.large
+
 
 def test_direct_runner_records_equal_the_local_pipeline(tmp_path, uncased_vocab, bible_csv):
     corpus = tmp_path / "corpus.txt"

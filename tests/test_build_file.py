@@ -48,10 +48,12 @@ def test_every_test_file_has_a_py_test_named_after_it():
     files = sorted(f"tests/{name}" for name in os.listdir(os.path.join(REPO, "tests"))
                    if name.startswith("test_") and name.endswith(".py"))
     assert len(files) >= 2 and "tests/test_build_file.py" in files
-    assert sorted(targets) == [os.path.basename(path)[:-3] for path in files], (
-        "run `python tools/update_build.py` to regenerate BUILD's py_test block")
-    for path in files:
-        assert targets[os.path.basename(path)[:-3]] == [path]
+    # Each file's tiers: test_x for its default tier, test_x_large for its large tests.
+    expected = sorted(name for path in files for name in update_build.target_names(path))
+    assert sorted(targets) == expected, "run `python tools/update_build.py` to regenerate BUILD's py_test block"
+    for name, srcs in targets.items():
+        assert srcs == [f"tests/{name.removesuffix('_large')}.py"]
+    assert "test_build_file" in targets and "test_demo" in targets and "test_demo_large" in targets
 
 
 def test_every_file_a_target_names_exists():

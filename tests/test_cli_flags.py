@@ -15,7 +15,7 @@ from helpers import REPO, run_cli
 from pretraining_records import write_vocab
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_beam_command_takes_the_shared_flags_and_passes_runner_options_to_beam(tmp_path):
     """The README's local command: DirectRunner on two worker processes, quiet as the other commands (one line
     naming the devices on stderr: no TensorFlow start-up lines from the workers, no runner logs, no warning that

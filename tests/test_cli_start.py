@@ -85,3 +85,13 @@ def test_pretrain_names_a_missing_input_file_without_tensorflow(no_tensorflow, t
                                         f"'{missing}' matches no file: check the path (globs are expanded here, so "
                                         f"quote them in the shell)."]
     assert not (tmp_path / "run").exists()  # nothing written
+
+
+def test_tensorflow_start_up_lines_stay_hidden_in_a_fresh_process(tmp_path):
+    """Cold, with TensorFlow importable: the command imports it after parsing its flags, and its C++ start-up lines
+    (oneDNN, the CUDA stub, cuInit) are still hidden: stderr holds the device line and the one error line only."""
+    done = installed("bert-export", f"--model_dir={tmp_path}/none", f"--output_dir={tmp_path}/out", env=os.environ)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0] == "bert-export: running on the CPU (no GPU found)" and len(lines) == 2, done.stderr
+    assert lines[1].startswith("bert-export: error: ")

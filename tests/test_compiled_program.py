@@ -47,7 +47,7 @@ def test_bert_base_loop_is_one_bfloat16_program_with_the_counted_flops():
     assert round(expected / 1e12, 3) == 2.238  # TFLOP per step of 32 x 128 tokens
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_bert_large_loop_is_one_bfloat16_program_with_the_counted_flops():
     recipe, summary = lowered_summary("bert_large_paper")
     assert_accelerator_ready(recipe, summary)
@@ -103,7 +103,7 @@ def test_packed_rows_lower_with_their_inputs_and_a_bias_per_row():
     assert "[2,1,16,16]" in loop.compiler_ir("hlo").replace(" ", "")  # the block-diagonal bias of 2 rows of 16
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_memory_estimate_from_shallow_models_matches_the_whole_model():
     """The recipes' estimates compile 1- and 2-block models and extrapolate in depth: on a 4-block model that
     agrees with compiling the whole model, and memory grows with the micro-batch."""

@@ -13,6 +13,9 @@ from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from helpers import run_cli, tiny_config
 
+# Round trips through transformers and keras-hub: the large tier (pytest.ini).
+pytestmark = pytest.mark.large
+
 TOLERANCE = 1e-5
 TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "the", "cat", "sat", "##s", "on", "mat"]
 

@@ -336,7 +336,6 @@ def test_cli_errors_are_one_clear_line(tmp_path, uncased_vocab):
     assert no_mask.returncode == 2 and "lacks the special token(s) ['[MASK]']" in no_mask.stderr.splitlines()[-1]
 
 
-@pytest.mark.slow
 def test_cli_end_to_end_on_a_prepared_tfds_dataset(tmp_path, uncased_vocab):
     """A fresh process finds the TFDS dataset from its files alone (its builder code is not importable there)."""
     from test_corpus import TFDS_TEXTS, BertTfTinyTexts
@@ -405,7 +404,6 @@ def test_a_stop_request_keeps_the_complete_shards(bible_documents, tokenizer, tm
     assert sorted(os.listdir(tmp_path)) == ["part-0.tfrecord", "part-1.tfrecord"]
 
 
-@pytest.mark.slow
 def test_sigterm_stops_at_a_shard_boundary_with_complete_files_and_exit_143(tmp_path, uncased_vocab):
     output = tmp_path / "train.tfrecord"
     process = start_cli("create_pretraining_data", "--input_format=bible", f"--output_file={output}",

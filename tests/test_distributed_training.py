@@ -88,6 +88,7 @@ def assert_same_weights(model_dir, reference):
             np.testing.assert_allclose(row[name], expected_row[name], rtol=1e-5, err_msg=name)
 
 
+@pytest.mark.large
 def test_mirrored_two_logical_cpus_equals_one_device(setup):
     model_dir = str(setup["root"] / "mirrored")
     script = textwrap.dedent(f"""
@@ -187,7 +188,7 @@ def wait_for(workers, log_dir, timeout=300):
     return [open(os.path.join(log_dir, f"worker_{index}.log")).read() for index in range(len(workers))]
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
     """Two worker processes train to the one-device weights. The chief alone saves the model and optimizer (a save
     by one worker does not hang the other); worker 1 saves its own iterator and RNG. A restart after worker 1 died
@@ -307,7 +308,7 @@ tf.distribute.Server(cluster, job_name="worker", task_index=int(sys.argv[2]),
 """
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_one_client_two_hosts_one_pipeline_per_host(setup):
     """Each host's iterator lives on its host's CPU and reads its own share of the records, and its batch is cut
     into its replicas' slices there; the run trains to the one-device weights, and a stop and resume from the
@@ -362,7 +363,6 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
     assert_same_weights(model_dir, setup["reference"])
 
 
-@pytest.mark.slow
 def test_sigterm_to_one_of_two_workers_stops_both_at_one_step_and_resumes_exactly(setup, tmp_path):
     """One loop call per run (iterations_per_loop = the run's steps) and no checkpoint before the end, as in the
     paper recipes (1000 steps a loop there; 500 here keep the test short): SIGTERM to worker 1

@@ -54,7 +54,6 @@ def test_examples_run(name, tmp_path, monkeypatch):
     assert runner.failures == 0, "".join(report)
 
 
-@pytest.mark.slow
 def test_command_examples_run(tmp_path):
     commands = [name for name in module_names() if is_command(name)
                 and ">>>" in open(importlib.util.find_spec(name).origin, encoding="utf-8").read()]

@@ -126,7 +126,7 @@ def test_a_vocab_that_moves_a_token_is_refused(checkpoint, tmp_path):
         restored(str(root / "model"), extended(tmp_path, "vocab.txt", tokens), 64)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_a_converted_hf_checkpoint_continues_with_an_extended_vocab_exports_and_converts_back(tmp_path):
     """The user's path, command by command: bert-convert --from hf (a BertForPreTraining with its heads),
     bert-vocab --extend (two [unused] rows filled, one row appended), bert-create-pretraining-data, bert-pretrain

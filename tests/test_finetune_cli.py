@@ -294,7 +294,7 @@ def pretrain_masked_lm(model_dir, vocab_file, steps=300, seq_length=64, batch_si
     return float(metrics["masked_lm_accuracy"])
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_pretrained_tiny_model_tells_old_from_new_testament(bible_csv, uncased_vocab, tmp_path):
     """The issue's acceptance run: pre-train (MLM) briefly, fine-tune with bert-finetune on a real labelled task
     built from the embedded corpus, beat the majority class clearly, and serve the same accuracy."""

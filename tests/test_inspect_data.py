@@ -70,7 +70,6 @@ def inspect(*args):
     return run_cli("inspect_data", *args)
 
 
-@pytest.mark.slow
 def test_cli_prints_instances_statistics_and_writes_the_png(tmp_path, uncased_vocab, bible_csv):
     documents = list(read_bible_documents(CorpusCounts(), bible_csv))[:40]
     files = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]

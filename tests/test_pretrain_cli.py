@@ -76,7 +76,6 @@ def recipe_lr(step, peak, warmup, total):
     return peak * step / warmup if step < warmup else peak * (1 - min(step, total) / total)
 
 
-@pytest.mark.slow
 def test_cli_end_to_end(data, tmp_path):
     recipe = write_recipe(data, "cli_e2e", (40, 20), save_every=20, dropout=0.1)
     model_dir = str(tmp_path / "run")
@@ -251,7 +250,6 @@ def run_until_checkpoint(args, model_dir, step, sig):
     return process, stderr
 
 
-@pytest.mark.slow
 def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
     steps = (300, 200)
     recipe = write_recipe(data, "cli_resume", steps, save_every=100, dropout=0.1)  # dropout on: its RNG resumes too
@@ -281,7 +279,6 @@ def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
     assert steps_logged == list(range(10, 501, 10))
 
 
-@pytest.mark.slow
 def test_sigterm_mid_loop_saves_within_seconds_and_resumes_exactly(data, tmp_path):
     """iterations_per_loop=1000 as in the paper recipes: SIGTERM during the second loop stops the run after the
     current step (not at the loop's end), with a checkpoint, within 10 s; the resumed run ends bit-identical and
@@ -348,7 +345,6 @@ def one_phase_recipe(data, name, steps, **fields):
     return str(path)
 
 
-@pytest.mark.slow
 def test_mixed_inputs_set_on_the_command_line_train_and_log_their_shares(data, tmp_path):
     recipe = one_phase_recipe(data, "cli_mixed", 10)
     model_dir = str(tmp_path / "run")
@@ -365,7 +361,6 @@ def test_mixed_inputs_set_on_the_command_line_train_and_log_their_shares(data, t
         assert yaml.safe_load(f)["phases"][0]["mixed_inputs"] == [{"input_file": data["general16"], "share": 0.2}]
 
 
-@pytest.mark.slow
 def test_a_stopped_run_with_mixed_inputs_resumes_bit_identically(data, tmp_path, monkeypatch):
     """Stopped mid-phase as on SIGTERM (the controller told so at step 15: it saves, then returns), the resumed run
     restores the mixed input's iterator (each set's reader and the draws between them) and ends with the weights of

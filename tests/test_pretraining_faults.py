@@ -290,7 +290,7 @@ def test_an_eval_set_smaller_than_the_batch_is_evaluated_whole(data, tmp_path):
 
 
 def test_each_phase_says_how_often_it_reads_its_records(data, tmp_path, caplog):
-    caplog.set_level("INFO")
+    caplog.set_level("INFO", logger="absl")  # whatever verbosity an earlier test in this worker left absl at
     run_pretraining(tiny_recipe(data, num_train_steps=4, num_warmup_steps=1), str(tmp_path / "run"), peak_tflops=1.0)
     assert "about 0.1 passes over its ~256 records." in caplog.text  # 4 steps x 8 of 256 records
     assert "reads its records more than 50 times" not in caplog.text

@@ -134,6 +134,5 @@ def test_per_replica_dropout_is_deterministic(report):
     assert report["two_replicas_repeated"] == 0.0
 
 
-@pytest.mark.slow
 def test_replica_streams_reach_the_xla_compiled_step():
     assert run_checks("xla")["two_replicas_vs_one_device_xla"] > 1e-4

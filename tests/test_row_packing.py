@@ -314,7 +314,6 @@ def test_dynamic_masking_counts_and_caps_per_instance(tmp_path):
     assert all(tuple(row) in originals for row in restored.tolist())
 
 
-@pytest.mark.slow  # about a minute on 2 loaded cores
 def test_bert_pretrain_on_packed_rows(tmp_path):
     import yaml
 

@@ -75,7 +75,7 @@ def keras_encoder_outputs(hub_models, features):
     return {k: keras.ops.convert_to_numpy(outputs[k]) for k in ("pooled_output", "sequence_output")}
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_classify_text_with_bert_tutorial(hub_models, tmp_path, uncased_vocab):
     """The tutorial's first cells (a callable preprocessing root, no signature=), its classifier, a short fit,
     and its export step: `classifier_model.save` and `tf.saved_model.load` give the same predictions."""
@@ -150,7 +150,7 @@ def test_classify_text_with_bert_tutorial(hub_models, tmp_path, uncased_vocab):
     np.testing.assert_allclose(result["reloaded"], result["original"], atol=1e-6)
 
 
-@pytest.mark.slow
+@pytest.mark.large
 def test_solve_glue_tasks_tutorial(hub_models, tmp_path, uncased_vocab):
     """The GLUE tutorial's preprocessing model (`tokenize` and `bert_pack_inputs` through hub.KerasLayer), its
     Classifier subclass, a short fit, and its export of one Keras model from text to logits, which saves only

@@ -120,7 +120,6 @@ def test_learned_vocab_has_the_specials_first_and_tokenizes_its_text(bible_csv):
     assert learned.tokenize("He restores my soul.")[-1] == "."
 
 
-@pytest.mark.slow
 def test_bert_vocab_cli(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The Lord is my shepherd.\nHe restores my soul.\n\nJesus wept.\n" * 50, encoding="utf-8")

@@ -29,18 +29,23 @@ def test_files(repo=REPO):
                   for path in glob.glob(os.path.join(repo, "tests", "test_*.py")))
 
 
-def targets(path, repo=REPO):
-    """The BUILD text of the pytest_test targets of one test file: its default tier's, its large tier's."""
+def target_names(path, repo=REPO):
+    """The names of one test file's targets: `test_x` for its default tier, `test_x_large` for its large tests."""
     name = os.path.splitext(os.path.basename(path))[0]
     with open(os.path.join(repo, path), encoding="utf-8") as f:
         source = f.read()
     all_large = ALL_LARGE.search(source) is not None
+    return ([] if all_large else [name]) + ([f"{name}_large"] if all_large or LARGE.search(source) else [])
+
+
+def targets(path, repo=REPO):
+    """The BUILD text of the pytest_test targets of one test file: its default tier's, its large tier's."""
     found = []
-    if not all_large:
-        found.append("\n".join(["pytest_test(", f'    name = "{name}",', f'    srcs = ["{path}"],', ")"]))
-    if all_large or LARGE.search(source):
-        found.append("\n".join(["pytest_test(", f'    name = "{name}_large",', f'    srcs = ["{path}"],',
-                                 '    size = "large",', '    tags = ["large"],', '    tier = "large",', ")"]))
+    for name in target_names(path, repo):
+        lines = ["pytest_test(", f'    name = "{name}",', f'    srcs = ["{path}"],']
+        if name.endswith("_large"):
+            lines += ['    size = "large",', '    tags = ["large"],', '    tier = "large",']
+        found.append("\n".join(lines + [")"]))
     return found
 
 

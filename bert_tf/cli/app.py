@@ -207,7 +207,8 @@ def _flag_line(flag):
         text += f" (-{flag.short_name})"
     text += f": {' '.join(flag.help.split())}"
     if flag.default not in (None, [], ()):
-        text += f" (default: {flag.default_as_str})"
+        default = str(flag.default).lower() if isinstance(flag.default, bool) else flag.default
+        text += f" (default: {default})"
     return textwrap.fill(text, width=_HELP_WIDTH, initial_indent="  ", subsequent_indent="      ")
 
 

@@ -95,7 +95,7 @@ _CHOICES = {"optimizer": OPTIMIZERS, "mixed_precision": MIXED_PRECISION}
 # --help's groups, by purpose (`bert_tf.cli.app.command_help`).
 HELP_GROUPS = {
     "the run": ["config", "model_dir", "input_file", "eval_input_file", "vocab_file", "bert_config_file",
-                "init_checkpoint"],
+                "init_checkpoint", "accept_recipe_change"],
     "where it runs": ["strategy", "tpu", "all_reduce_implementation", "platform", "peak_tflops"],
     "recipe overrides (unset: the recipe's value)": [name for name in OVERRIDE_FLAGS if name not in (
         "input_file", "eval_input_file", "vocab_file", "bert_config_file", "init_checkpoint")] + ["set"],
