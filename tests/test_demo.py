@@ -2,12 +2,13 @@
 pre-training of the tiny model -> a held-out masked-LM accuracy of a model that uses context -> SavedModels that a
 fresh process loads -> masked-word predictions; a second run reuses every stage's output.
 
-Two runs: the default tier runs every stage through the real commands on a small budget (`SMALL_BUDGET` training
-steps), which checks the plumbing; the large tier runs the demo as `make demo` does (3,000 steps) and checks its
-accuracy too. Each check of the plumbing runs on both."""
+Two runs: the default tier runs every stage through the real commands on a small budget (conftest's `small_demo`,
+shared with the other tests that read a trained run), which checks the plumbing; the large tier runs the demo as
+`make demo` does (3,000 steps) and checks its accuracy too. Each check of the plumbing runs on both."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -19,34 +20,26 @@ from bert_tf.records.reader import read_records
 from bert_tf.records.schema import read_schema
 from bert_tf.text.vocabulary import Vocabulary
 from bert_tf.training.evaluation import unigram_baseline
+from helpers import run_demo
 
-SMALL_BUDGET = ["--num_train_steps=40"]
-# The demo's flags for each run; a run is made once per test module (`demo`) and shared by the checks.
-BUDGETS = {"small": SMALL_BUDGET, "full": []}
-_runs = {}
-
-
-def run_demo(output_dir, budget):
-    process = subprocess.run([sys.executable, "-m", "bert_tf.demo", f"--output_dir={output_dir}", *budget],
-                             capture_output=True, text=True, timeout=2400)
-    assert process.returncode == 0, process.stderr[-3000:]
-    return process
+_full_run = []
 
 
 @pytest.fixture(scope="module", params=["small", pytest.param("full", marks=pytest.mark.large)])
 def demo(request, tmp_path_factory):
-    """(output_dir, the first run's process, the run's flags) of the small or the full demo."""
-    kind = request.param
-    if kind not in _runs:
-        output_dir = tmp_path_factory.mktemp(f"demo_{kind}") / "demo_output"
-        _runs[kind] = output_dir, run_demo(output_dir, BUDGETS[kind]), BUDGETS[kind]
-    return _runs[kind]
+    """The `DemoRun` (output_dir, stdout, stderr, flags) of the small demo (conftest's, shared by the session) or of
+    the full one (made once for this module)."""
+    if request.param == "small":
+        return request.getfixturevalue("small_demo")
+    if not _full_run:
+        _full_run.append(run_demo(tmp_path_factory.mktemp("demo_full") / "demo_output", []))
+    return _full_run[0]
 
 
 @pytest.mark.large
 @pytest.mark.parametrize("demo", ["full"], indirect=True)
 def test_demo_model_uses_context_on_held_out_text(demo):
-    output_dir, process, _ = demo
+    output_dir, process = demo.output_dir, demo
     with open(output_dir / RESULTS_FILE) as f:
         results = json.load(f)
     # Always predicting "," (the most frequent masked token) scores ~7.9% on the held-out chapters; a model that
@@ -69,7 +62,7 @@ def test_demo_model_uses_context_on_held_out_text(demo):
 
 
 def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_chapters(demo):
-    output_dir, process, _ = demo
+    output_dir, process = demo.output_dir, demo
     data = output_dir / "data"
     tokens = list(Vocabulary.from_file(data / "vocab8000.txt").require(pad_first=True).tokens)
     assert 3000 < len(tokens) < 8000
@@ -88,7 +81,7 @@ def test_demo_data_is_the_original_format_from_a_vocab_learned_on_the_training_c
 
 
 def test_demo_predictions_come_from_the_exported_savedmodels(demo):
-    output_dir, process, _ = demo
+    output_dir, process = demo.output_dir, demo
     with open(output_dir / RESULTS_FILE) as f:
         results = json.load(f)
     assert [(p["sentence"], p["word"]) for p in results["predictions"]] == list(PREDICTION_SENTENCES)
@@ -111,9 +104,10 @@ def test_demo_predictions_come_from_the_exported_savedmodels(demo):
     assert "(1, 128) (1, 4, 128)" in loaded.stdout
 
 
-def test_demo_run_again_reuses_every_stage(demo):
-    output_dir, first, budget = demo
-    second = run_demo(output_dir, budget)
+def test_demo_run_again_reuses_every_stage(demo, tmp_path):
+    # In a copy: other tests read the run as it was made.
+    output_dir = shutil.copytree(demo.output_dir, tmp_path / "demo_output", symlinks=True)
+    first, second = demo, run_demo(output_dir, demo.flags)
     for stage in ("Vocab found", "Records found", "SavedModels found"):
         assert stage in second.stdout, stage
     assert "World English Bible:" not in second.stdout  # the text is not split again (nothing needs it)
