@@ -73,6 +73,8 @@ setup(
             "bert-export=bert_tf.cli.export:run",
             "bert-finetune=bert_tf.cli.finetune:run",
             "bert-convert=bert_tf.cli.convert:run",
+            "bert-evaluate=bert_tf.cli.evaluate:run",
+            "bert-fill-mask=bert_tf.cli.fill_mask:run",
         ]
     },
 )

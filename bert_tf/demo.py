@@ -74,34 +74,30 @@ def budget_flags(recipe, num_train_steps):
     return [f"--num_train_steps={num_train_steps}", f"--num_warmup_steps={warmup}"]
 
 
-def masked_word_predictions(exported, top_k=5):
+def masked_word_predictions(exported_dir, top_k=5):
     """For each demo sentence: the sentence with its word masked and the model's top-k words with probabilities,
-    computed by the exported preprocessing and encoder + masked-LM SavedModels."""
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the preprocessing model's ops)
+    computed by the exported preprocessing and encoder + masked-LM SavedModels (`bert_tf.serving.MaskFiller`, what
+    `bert-fill-mask` runs)."""
+    from bert_tf.serving import MaskFiller
 
-    from bert_tf.text.vocabulary import read_vocab_file
-
-    preprocessing = tf.saved_model.load(exported["preprocessing"])
-    mlm = tf.saved_model.load(exported["encoder_mlm"]).signatures["mlm"]
-    vocab = read_vocab_file(os.path.join(exported["encoder_mlm"], "assets", "vocab.txt"))
-    mask_id = vocab.index("[MASK]")
+    filler = MaskFiller(exported_dir)
     results = []
     for sentence, word in PREDICTION_SENTENCES:
-        inputs = {k: v.numpy() for k, v in preprocessing.signatures["serving_default"](
-            text=tf.constant([sentence])).items()}
-        (word_id,) = preprocessing.tokenize(tf.constant([word])).flat_values.numpy()
-        position = int(np.flatnonzero(inputs["input_word_ids"][0] == word_id)[-1])
-        inputs["input_word_ids"][0, position] = mask_id
-        logits = mlm(masked_lm_positions=tf.constant([[position]]),
-                     **{k: tf.constant(v) for k, v in inputs.items()})["mlm_logits"].numpy()[0, 0]
-        probabilities = np.exp(logits - logits.max())
-        probabilities /= probabilities.sum()
-        best = np.argsort(-probabilities)[:top_k]
-        results.append({"sentence": sentence, "word": word, "in_top_k": bool(word_id in best),
-                        "predictions": [(vocab[i], float(probabilities[i])) for i in best]})
+        predictions = filler(masked(sentence, word), top_k)[0]
+        pieces = filler.wordpieces(word)  # each demo word is one WordPiece of the demo vocab
+        results.append({"sentence": sentence, "word": word,
+                        "in_top_k": len(pieces) == 1 and pieces[0] in [token for token, _ in predictions],
+                        "predictions": predictions})
     return results
+
+
+def masked(sentence, word):
+    """`sentence` with the last occurrence of `word` replaced by [MASK].
+
+    >>> masked("my lord the king.", "king")
+    'my lord the [MASK].'
+    """
+    return "[MASK]".join(sentence.rsplit(word, 1))
 
 
 def main(argv):
@@ -143,7 +139,7 @@ def main(argv):
         data.command("export", f"--model_dir={model_dir}", f"--output_dir={exported_dir}")
 
     print("\n== 6. Masked-word predictions of held-out verses, through the exported SavedModels")
-    predictions = masked_word_predictions(exported)
+    predictions = masked_word_predictions(exported_dir)
     print_predictions(predictions)
     write_predictions_png(predictions, os.path.join(output_dir, PREDICTIONS_FILE))
     summary = {"masked_lm_accuracy": results["masked_lm_accuracy"],
@@ -160,9 +156,8 @@ def print_predictions(predictions):
     """Each held-out verse with its masked word, the model's top 5 and whether the word is among them."""
     for item in predictions:
         shown = ", ".join(f"{token} {p:.2f}" for token, p in item["predictions"])
-        masked = "[MASK]".join(item["sentence"].rsplit(item["word"], 1))
         found = "in the top 5" if item["in_top_k"] else "not in the top 5"
-        print(f"  {masked}\n    -> {shown}   (was: {item['word']}, {found})")
+        print(f"  {masked(item['sentence'], item['word'])}\n    -> {shown}   (was: {item['word']}, {found})")
 
 
 def print_summary(summary, output_dir, model_dir, exported_dir):

@@ -181,6 +181,27 @@ ROWS = {
         Row("output_dir a FIFO", ["--model_dir={model}", "--max_seq_length=16", "--output_dir={out}/fifo"], 2,
             ["{out}/fifo is a FIFO (named pipe), not a directory"]),
     ],
+    "evaluate": [
+        Row("model_dir missing", ["--model_dir={out}/none", "--eval_input_file={records}"], 2,
+            ["--model_dir {out}/none does not exist", "bert-pretrain or bert-convert"]),
+        Row("records longer than the model", ["--model_dir={model}", "--eval_input_file={records64}"], 2,
+            ["records of {records64} have 64 tokens", "max_position_embeddings=32"]),
+        Row("eval file missing", ["--model_dir={model}", "--eval_input_file={out}/none.tfrecord"], 2,
+            ["{out}/none.tfrecord"]),
+        Row("over the run's results", ["--model_dir={model}", "--eval_input_file={records}",
+                                       "--output_file={model}/eval_results.txt"], 2,
+            ["is the training run's own results"]),
+    ],
+    "fill_mask": [
+        Row("saved_model missing", ["--saved_model={out}/none", "--text=the [MASK]"], 2,
+            ["--saved_model {out}/none does not exist"]),
+        Row("saved_model without the mlm encoder", ["--saved_model={model}", "--text=the [MASK]"], 2,
+            ["--saved_model {model} has no encoder_mlm/<version>/saved_model.pb", "bert-export"]),
+        Row("text without [MASK]", ["--saved_model={model}", "--text=the lord"], 2,
+            ["--text='the lord' has no [MASK]"]),
+        Row("top_k zero", ["--saved_model={model}", "--text=the [MASK]", "--top_k=0"], 2,
+            ["--top_k=0 must be a positive integer"]),
+    ],
     "finetune": [
         Row("directory as train file", ["--init_checkpoint={out}/none", "--train_file={dir}", "--dev_file={dir}",
                                         "--output_dir={out}/finetuned"], 2, ["{dir}"]),
@@ -246,6 +267,7 @@ def paths(tmp_path_factory, minilm_dir):
         ["[PAD]", "[UNK]", "[unused1]", "[unused2]", "[unused3]", "[CLS]", "[SEP]", "[MASK]"] + tokens[8:]) + "\n")
     (root / "mask_moved_vocab.txt").write_text("\n".join(tokens[:4] + [tokens[5], tokens[4]] + tokens[6:]) + "\n")
     write_records(root / "records16.tfrecord", 16, seq=16, pred=3, seed=5)
+    write_records(root / "records64.tfrecord", 2, seq=64, pred=3)
     write_records(root / "empty.tfrecord", 0, seq=16, pred=3)
     (root / "recipe.yaml").write_text(TINY_RECIPE.format(records=root / "records.tfrecord", vocab=root / "vocab.txt"))
     (root / "recipe_without_vocab.yaml").write_text("\n".join(
@@ -272,7 +294,8 @@ def paths(tmp_path_factory, minilm_dir):
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
             "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
             "shifted_vocab": root / "shifted_vocab.txt", "mask_moved_vocab": root / "mask_moved_vocab.txt",
-            "records16": root / "records16.tfrecord", "empty_records": root / "empty.tfrecord",
+            "records16": root / "records16.tfrecord", "records64": root / "records64.tfrecord",
+            "empty_records": root / "empty.tfrecord",
             "recipe_without_vocab": root / "recipe_without_vocab.yaml",
             "model": root / "model", "table": root / "table.csv", "latin1_table": root / "latin1.csv",
             "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab", "minilm": minilm_dir,

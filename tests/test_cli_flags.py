@@ -41,11 +41,12 @@ def test_beam_command_takes_the_shared_flags_and_passes_runner_options_to_beam(t
     assert bad.returncode == 2 and "max_seq_length=3 is too short" in bad.stderr.splitlines()[-1]
 
 
-def test_console_scripts_are_the_eight_commands():
+def test_console_scripts_are_the_ten_commands():
     setup = open(os.path.join(REPO, "setup.py"), encoding="utf-8").read()
     scripts = dict(re.findall(r'"(bert-[\w-]+)=bert_tf\.cli\.(\w+):run"', setup))
     assert sorted(scripts) == ["bert-convert", "bert-create-pretraining-data", "bert-create-pretraining-data-beam",
-                               "bert-export", "bert-finetune", "bert-inspect-data", "bert-pretrain", "bert-vocab"]
+                               "bert-evaluate", "bert-export", "bert-fill-mask", "bert-finetune", "bert-inspect-data",
+                               "bert-pretrain", "bert-vocab"]
     for script, module in scripts.items():
         assert script == "bert-" + module.replace("_", "-")  # the frame names a command after its module
         assert os.path.exists(os.path.join(os.path.dirname(sys.executable), script)), f"{script}: run make setup"

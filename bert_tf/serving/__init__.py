@@ -1,6 +1,7 @@
 """SavedModels for serving and reuse: the encoder (TF Hub BERT API, core ops only), the encoder with its masked-LM
 head, the tensorflow-text preprocessing model, and the fine-tuned task models (classifier, token classifier,
-span QA); and the one way back from an exported encoder to a native `BertEncoder`.
+span QA); masked-word prediction from raw text through them (`MaskFiller`, `bert-fill-mask`); and the one way
+back from an exported encoder to a native `BertEncoder`.
 
 Example:
     paths = export_model_dir("runs/demo", "exported")   # exported/{encoder,encoder_mlm,preprocessing}/1
@@ -24,6 +25,7 @@ from bert_tf.serving.export import (
     export_span_qa,
     version_dir,
 )
+from bert_tf.serving.fill_mask import MaskFiller, fill_mask
 from bert_tf.serving.graph_ops import non_core_ops, saved_model_ops
 from bert_tf.serving.reload import load_encoder_from_saved_model
 from bert_tf.serving.reusable_module import ReusableModule
@@ -46,6 +48,8 @@ __all__ = [
     "export_preprocessing",
     "export_span_qa",
     "version_dir",
+    "MaskFiller",
+    "fill_mask",
     "non_core_ops",
     "saved_model_ops",
     "load_encoder_from_saved_model",
