@@ -25,6 +25,16 @@ flags.DEFINE_integer("num_workers", None, "Processes building instances (default
                                           "process). The output does not depend on it.")
 flags.DEFINE_bool("progress", True, "Show a progress bar (documents, instances) on stderr.")
 
+# --help's groups, by purpose (`bert_tf.cli.app.command_help`).
+HELP_GROUPS = {
+    "text in, records out": ["input_file", "input_format", "vocab_file", "do_lower_case", "output_file"],
+    "the original algorithm": ["max_seq_length", "max_predictions_per_seq", "masked_lm_prob", "short_seq_prob",
+                               "dupe_factor", "do_whole_word_mask", "random_seed"],
+    "packed rows (several instances per record)": ["pack", "max_instances_per_row", "max_predictions_per_row"],
+    "TFDS input": ["tfds_name", "tfds_data_dir", "tfds_split", "tfds_text_key"],
+    "how it runs": ["num_workers", "shard_size_mb", "names", "gzip", "progress"],
+}
+
 
 def main(argv):
     del argv

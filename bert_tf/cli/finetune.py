@@ -1,8 +1,8 @@
 """bert-finetune: fine-tune a classifier with Keras fit, report dev accuracy every epoch, export it for serving.
 
-  bert-finetune --init_checkpoint=runs/demo --train_file=train.tsv --dev_file=dev.tsv \
+  bert-finetune --init_checkpoint=runs/demo --train_file=train.tsv --dev_file=dev.tsv \\
       --text_column=sentence --label_column=label --output_dir=finetuned
-  bert-finetune --init_saved_model=exported/encoder/1 --tfds_name=glue/mrpc --data_dir=/data/tfds \
+  bert-finetune --init_saved_model=exported/encoder/1 --tfds_name=glue/mrpc --data_dir=/data/tfds \\
       --text_column=sentence1 --text_b_column=sentence2 --label_column=label --output_dir=finetuned
 
 Prints `dev accuracy: 0.xxxx` (and `dev f1` for two classes) after every epoch, keeps the best epoch, and writes
@@ -40,6 +40,18 @@ def _define_recipe_flags():
 
 
 _define_recipe_flags()
+
+# --help's groups, by purpose (`bert_tf.cli.app.command_help`).
+HELP_GROUPS = {
+    "examples (files or a TFDS dataset)": ["train_file", "dev_file", "text_column", "text_b_column", "label_column",
+                                           "tfds_name", "data_dir", "train_split", "dev_split"],
+    "the pre-trained model": ["init_checkpoint", "init_saved_model", "vocab_file", "do_lower_case",
+                              "max_seq_length"],
+    "training": ["learning_rate", "num_train_epochs", "train_batch_size", "eval_batch_size", "warmup_proportion",
+                 "seed"],
+    "output": ["output_dir", "version"],
+    "a recipe file": ["config", "set"],
+}
 flags.DEFINE_string("config", None, "A fine-tuning recipe (YAML) with any of the fields below; flags given on the "
                     "command line override it.")
 flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE read as YAML), e.g. "
