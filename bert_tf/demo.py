@@ -170,7 +170,7 @@ def print_summary(summary, output_dir, model_dir, exported_dir):
     if summary["next_sentence_accuracy"] is not None:
         print(f"held-out next-sentence accuracy: {summary['next_sentence_accuracy']:.4f} (chance 0.5)")
     print(f"curves: {os.path.join(model_dir, 'training_curves.png')}\n"
-          f"TensorBoard: tensorboard --logdir {model_dir}\n"
+          f"TensorBoard: tensorboard --logdir {model_dir} (the tensorboard extra: pip install '.[tensorboard]')\n"
           f"SavedModels: {exported_dir}\npredictions: {os.path.join(output_dir, PREDICTIONS_FILE)}\n"
           f"results: {os.path.join(output_dir, RESULTS_FILE)}")
 

@@ -69,6 +69,8 @@ def bert_finetune(*flags):
 def check_report(process, output_dir, epochs, two_classes=True):
     """The printed per-epoch lines agree with dev_results.json, and the best epoch is the one kept."""
     assert process.returncode == 0, process.stderr[-3000:]
+    # Output to a file: Keras' one line per epoch, no progress bar (ANSI codes, carriage returns, bar characters).
+    assert not re.search("\x1b\\[|\r|\u2501", process.stdout), process.stdout[-2000:]
     lines = EPOCH_LINE.findall(process.stdout)
     assert [int(epoch) for epoch, _, _ in lines] == list(range(1, epochs + 1)), process.stdout[-2000:]
     assert all(bool(f1) == two_classes for _, _, f1 in lines)

@@ -356,7 +356,7 @@ def test_mixed_inputs_set_on_the_command_line_train_and_log_their_shares(data, t
     assert f"Phase seq16 mixes its input sets: {shares}." in done.stderr
     assert "step 10/10 [seq16] loss " in done.stderr
     with open(os.path.join(model_dir, "training_summary.txt")) as f:
-        assert f"phases: seq16 10 steps at 16/4 (records from {shares})" in f.read()
+        assert f"phases: seq16 10 steps at 16/4, global batch 8 (records from {shares})" in f.read()
     with open(os.path.join(model_dir, "recipe.yaml")) as f:
         assert yaml.safe_load(f)["phases"][0]["mixed_inputs"] == [{"input_file": data["general16"], "share": 0.2}]
 

@@ -33,6 +33,7 @@ import builtins
 import contextlib
 import errno
 import functools
+import logging as pylogging
 import os
 import re
 import sys
@@ -416,6 +417,32 @@ def start_tensorflow_quietly():
         sys.stderr.buffer.write(lines)
         sys.stderr.flush()
         raise
+    hide_tensorflow_info_logs(os.path.dirname(tf.__file__))
+
+
+class _TensorFlowInfoFilter(pylogging.Filter):
+    """Lets through what is not an INFO line of a module inside `package_dir`."""
+
+    def __init__(self, package_dir):
+        super().__init__()
+        self.package_dir = os.path.join(package_dir, "")
+
+    def filter(self, record):
+        return record.levelno >= pylogging.WARNING or not record.pathname.startswith(self.package_dir)
+
+
+def hide_tensorflow_info_logs(package_dir):
+    """Drops the INFO lines TensorFlow's Python modules log at every checkpoint and export ("Assets written to",
+    "Writing fingerprint", "Sharding callback duration", "Function ... contains input name(s) ... renamed"): they
+    come through absl's logger (the one the commands log their own progress with) or the "tensorflow" logger,
+    so a filter on both keeps our INFO lines and TensorFlow's warnings. `BERT_TF_TF_LOGS=1` keeps them all.
+
+    Example:
+    >>> hide_tensorflow_info_logs("/usr/lib/python3/site-packages/tensorflow")  # doctest: +SKIP
+    """
+    for logger in (logging.get_absl_logger(), pylogging.getLogger("tensorflow")):
+        if not any(isinstance(f, _TensorFlowInfoFilter) for f in logger.filters):
+            logger.addFilter(_TensorFlowInfoFilter(package_dir))
 
 
 def describe_devices():

@@ -17,6 +17,7 @@ YAML file given as `--config=FILE`, or `--set FIELD=VALUE`; flags on the command
 """
 
 import dataclasses
+import sys
 import typing
 
 from absl import flags, logging
@@ -133,7 +134,18 @@ def main(argv):
         max_seq_length=recipe.max_seq_length, num_train_epochs=int(recipe.num_train_epochs),
         train_batch_size=recipe.train_batch_size, eval_batch_size=recipe.eval_batch_size,
         learning_rate=recipe.learning_rate, warmup_proportion=recipe.warmup_proportion, vocab_file=vocab_file,
-        do_lower_case=do_lower_case, version=recipe.version)
+        do_lower_case=do_lower_case, version=recipe.version, verbose=fit_verbosity(sys.stdout))
+
+
+def fit_verbosity(stream):
+    """Keras `fit`'s `verbose` for output to `stream`: 1 (the progress bar) on a terminal; 2 (one line per epoch,
+    without the bar's ANSI codes and carriage returns) in a log file or pipe.
+
+    >>> import io
+    >>> fit_verbosity(io.StringIO())
+    2
+    """
+    return 1 if stream.isatty() else 2
 
 
 def run():

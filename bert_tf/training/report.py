@@ -68,10 +68,12 @@ def summary_lines(recipe, config, final_step, history, eval_results, elapsed_sec
              f"model: L={config.num_hidden_layers} H={config.hidden_size} A={config.num_attention_heads} "
              f"I={config.intermediate_size} V={config.vocab_size}",
              f"optimizer: {recipe.optimizer.name}, lr {recipe.learning_rate:g}, warmup {recipe.num_warmup_steps}, "
-             f"global batch {recipe.train_batch_size}, {layout.num_replicas} replica(s) on "
+             f"{layout.num_replicas} replica(s) on "
              f"{layout.num_workers} worker(s) and {layout.num_input_pipelines} input host(s), "
              f"mixed_precision {recipe.mixed_precision}, jit_compile {recipe.jit_compile}",
-             "phases: " + ", ".join(f"{p.name} {p.num_steps} steps at {p.max_seq_length}/{p.max_predictions_per_seq}"
+             # Each phase's own global batch: a recipe's phases may differ (small_fast: 128 at 32 tokens, then 32).
+             "phases: " + ", ".join(f"{p.name} {p.num_steps} steps at {p.max_seq_length}/{p.max_predictions_per_seq}, "
+                                    f"global batch {recipe.phase_batch_size(p)}"
                                     + (f" (records from {p.input_sets_text})" if p.mixed_inputs else "")
                                     for p in recipe.phases),
              f"steps: {final_step} of {recipe.num_train_steps}; this process ran {elapsed_seconds:.0f} s"]
