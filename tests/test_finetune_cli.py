@@ -17,7 +17,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 import yaml
 
-import bert_tf.finetuning  # noqa: F401  (registers BertClassifier for keras.models.load_model)
+from bert_tf.finetuning import BertClassifier  # noqa: F401  (registers it for keras.models.load_model)
 from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_encoder

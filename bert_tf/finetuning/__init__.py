@@ -6,6 +6,11 @@ Example:
     model.compile(optimizer=create_finetuning_optimizer(2e-5, num_train_steps),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     model.fit(train_features, train_labels, epochs=3)
+
+The names load on first use (`import bert_tf.finetuning` imports no Keras): a saved task model loads once its class
+is imported, as Keras needs for any custom class:
+    from bert_tf.finetuning import BertClassifier
+    model = keras.models.load_model("finetuned/best.keras")
 """
 
 from bert_tf.lazy_exports import lazy_exports

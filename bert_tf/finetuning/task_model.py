@@ -10,6 +10,10 @@ import tensorflow as tf
 from bert_tf.modeling.dropout import BertDropout, dropout_stream
 from bert_tf.modeling.encoder import BertEncoder
 
+# A compiled task model is saved with its optimizer and schedule: importing a task model's class registers them too,
+# so that `keras.models.load_model` reads the `.keras` file bert-finetune writes once the class is imported.
+from bert_tf.optimizers import adam_weight_decay, schedule  # noqa: F401
+
 
 def build_encoder(encoder):
     """A `BertEncoder` from a `BertConfig`/dict of its fields, or the given encoder layer as it is."""
