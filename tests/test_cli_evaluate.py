@@ -83,3 +83,22 @@ def test_evaluate_leaves_out_next_sentence_when_the_run_did_not_train_it(always_
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((model_dir / "evaluations" / "heldout16.json").read_text())
     assert "next_sentence_accuracy" not in results and "next-sentence" not in done.stdout
+
+
+def test_evaluate_of_a_trained_run_repeats_the_runs_own_evaluation(small_demo, tmp_path):
+    """The demo's run on a small budget (shared by the session): bert-evaluate on the held-out records the run
+    evaluated itself (all of them: fewer than its max_eval_steps x eval batch) gives the run's own accuracies, and
+    the baseline from the training records is the one the demo reports."""
+    data, model_dir = small_demo.output_dir / "data", small_demo.output_dir / "model"
+    run_results = dict(line.split(" = ") for line in (model_dir / "eval_results.txt").read_text().splitlines())
+    done = run_cli("evaluate", f"--model_dir={model_dir}", f"--eval_input_file={data / 'heldout_seq32_pred5.tfrecord'}",
+                   f"--baseline_input_file={data / 'train_seq32_pred5.tfrecord'}", "--eval_batch_size=32",
+                   f"--output_file={tmp_path / 'heldout.json'}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "heldout.json").read_text())
+    assert results["global_step"] == int(run_results["global_step"])
+    for metric in ("masked_lm_accuracy", "next_sentence_accuracy"):
+        assert results[metric] == pytest.approx(float(run_results[metric]), abs=1e-6), metric
+    demo_results = json.loads((small_demo.output_dir / "demo_results.json").read_text())
+    assert results["unigram_baseline"] == pytest.approx(demo_results["unigram_baseline"], abs=1e-9)
+    assert not (model_dir / "evaluations").exists()  # --output_file: nothing written into the run's directory

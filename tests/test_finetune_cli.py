@@ -17,8 +17,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 import yaml
 
-from bert_tf.finetuning import BertClassifier  # noqa: F401  (registers it for keras.models.load_model)
 from bert_tf import BertPretrainer
+from bert_tf.finetuning import BertClassifier  # noqa: F401  (registers it for keras.models.load_model)
 from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_encoder
 from helpers import run_cli, tiny_config
