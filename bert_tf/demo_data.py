@@ -100,7 +100,8 @@ class DemoData:
         return train, heldout
 
     def command(self, module, *arguments):
-        """Runs a console script's module with this interpreter (shown as the console script a user types)."""
+        """Runs a console script's module with this interpreter (shown as the console script a user types). When it
+        fails, the demo ends with its exit status: the command has printed its one line of why."""
         name = "bert-" + module.replace("_", "-")
         argv = [sys.executable, "-m", f"bert_tf.cli.{module}", *arguments]
         if not self.quiet:
