@@ -19,8 +19,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertPretrainer
-from bert_tf.cli import app
-from bert_tf.errors import InputError, InputFileNotFoundError
+from bert_tf.cli import exit_codes
+from bert_tf.errors import InputError, InputFileNotFoundError, NonFiniteLossError
 from bert_tf.model_dir import write_config, write_model_dir
 from bert_tf.text.bible import write_bible_split
 from bert_tf.text.vocab_learning import write_vocab as write_vocab_file
@@ -405,8 +405,8 @@ def test_debug_verbosity_shows_the_traceback(paths, tmp_path):
     (json.JSONDecodeError("Expecting value", "x", 0), 1, "internal error: JSONDecodeError"),
     (InputError("config.json is not valid JSON (Expecting value)."), 2, "config.json is not valid JSON"),
     (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), 1, "internal error: ConnectionResetError"),
-    (app.InputError("--vocab_size=0 must be positive:\n  pass 30522."), 2, "--vocab_size=0 must be positive: pass"),
-    (app.NonFiniteLossError("The training loss became nan at step 7"), 3, "loss became nan at step 7"),
+    (InputError("--vocab_size=0 must be positive:\n  pass 30522."), 2, "--vocab_size=0 must be positive: pass"),
+    (NonFiniteLossError("The training loss became nan at step 7"), 3, "loss became nan at step 7"),
     (ModuleNotFoundError("No module named 'apache_beam'", name="apache_beam"), 2, "pip install apache_beam"),
     (KeyError("layer_0"), 1, "internal error: KeyError: 'layer_0' (a bug: rerun with --verbosity=debug"),
     (tf.errors.ResourceExhaustedError(None, None, "/dev/full; No space left on device"), 2,
@@ -419,7 +419,7 @@ def test_debug_verbosity_shows_the_traceback(paths, tmp_path):
      2, "--x is bad: pass y"),
 ])
 def test_classify(error, code, words):
-    got_code, message = app.classify(error)
+    got_code, message = exit_codes.classify(error)
     assert (got_code, "\n" in message) == (code, False)
     assert words in message
 
@@ -451,7 +451,7 @@ def test_writer_refuses_a_node_in_one_line(case, writer, name, node, words, tmp_
     path = make_node(tmp_path / (name or node), node)  # named as the file the writer writes, or as a folder
     with pytest.raises(Exception) as raised:
         writer(tmp_path)
-    code, message = app.classify(raised.value)
+    code, message = exit_codes.classify(raised.value)
     assert code == 2 and all(word in message for word in words), message
     assert stat.S_IFMT(os.lstat(path).st_mode) == NODES[node][0], "the node was replaced"
 

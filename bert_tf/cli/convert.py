@@ -15,6 +15,7 @@ or bert-pretrain). A wrong flag or input ends it with exit status 2 and one line
 from absl import flags
 
 from bert_tf.cli import app
+from bert_tf.errors import InputError
 
 FLAGS = flags.FLAGS
 
@@ -35,7 +36,7 @@ def main(argv):
     del argv
     source, target = FLAGS["from"].value, FLAGS.to
     if bool(source) == bool(target):
-        raise app.InputError("Pass exactly one of --from (tf1, hf: into this package's format) and --to (hf, "
+        raise InputError("Pass exactly one of --from (tf1, hf: into this package's format) and --to (hf, "
                              "keras_hub: out of it).")
     if source:
         from bert_tf.conversion import convert_hf, convert_tf1

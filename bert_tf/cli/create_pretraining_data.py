@@ -14,6 +14,7 @@ import threading
 from absl import flags
 
 from bert_tf.cli import app, flag_groups
+from bert_tf.cli.exit_codes import EXIT_OK, EXIT_PREEMPTED
 
 FLAGS = flags.FLAGS
 
@@ -25,7 +26,7 @@ flags.DEFINE_integer("num_workers", None, "Processes building instances (default
                                           "process). The output does not depend on it.")
 flags.DEFINE_bool("progress", True, "Show a progress bar (documents, instances) on stderr.")
 
-# --help's groups, by purpose (`bert_tf.cli.app.command_help`).
+# --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
 HELP_GROUPS = {
     "text in, records out": ["input_file", "input_format", "vocab_file", "do_lower_case", "output_file"],
     "the original algorithm": ["max_seq_length", "max_predictions_per_seq", "masked_lm_prob", "short_seq_prob",
@@ -59,7 +60,7 @@ def main(argv):
                                       shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip,
                                       counts=counts, progress=FLAGS.progress, stop=stop)
     print("\n".join(summary.summary_lines(options)), flush=True)
-    return app.EXIT_PREEMPTED if summary.stopped else app.EXIT_OK
+    return EXIT_PREEMPTED if summary.stopped else EXIT_OK
 
 
 def run():

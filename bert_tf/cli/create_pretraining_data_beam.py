@@ -15,6 +15,8 @@ Like the other commands it prints one line naming its devices, then its summary;
 from absl import flags
 
 from bert_tf.cli import app, flag_groups
+from bert_tf.cli.quiet_tensorflow import others_output_hidden
+from bert_tf.errors import InputError
 from bert_tf.text.corpus import INPUT_FORMATS
 
 FLAGS = flags.FLAGS
@@ -29,11 +31,11 @@ def main(argv):
     from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
     if not FLAGS.input_file:
-        raise app.InputError("--input_file is required: the files to read (comma-separated globs).")
+        raise InputError("--input_file is required: the files to read (comma-separated globs).")
     options = flag_groups.instance_options()
     # Checked here, where it ends in one line; on a worker it would end the pipeline with the worker's traceback.
     Vocabulary.from_file(FLAGS.vocab_file).require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
-    with app.others_output_hidden():
+    with others_output_hidden():
         import apache_beam as beam
         from apache_beam.metrics.metric import MetricsFilter
         from apache_beam.options.pipeline_options import PipelineOptions

@@ -17,6 +17,7 @@ with exit status 2 and one line naming the cause (see `bert_tf.cli.app`).
 from absl import flags
 
 from bert_tf.cli import app
+from bert_tf.errors import InputError
 
 FLAGS = flags.FLAGS
 
@@ -43,15 +44,15 @@ def check_inputs():
     import os
 
     if not os.path.isdir(FLAGS.model_dir) and "://" not in FLAGS.model_dir:
-        raise app.InputError(f"--model_dir {FLAGS.model_dir} does not exist or is not a directory: pass a directory "
+        raise InputError(f"--model_dir {FLAGS.model_dir} does not exist or is not a directory: pass a directory "
                              f"written by bert-pretrain or bert-convert.")
     for name in ("eval_batch_size", "max_eval_steps"):
         if FLAGS[name].value is not None and FLAGS[name].value < 1:
-            raise app.InputError(f"--{name}={FLAGS[name].value} must be a positive integer.")
+            raise InputError(f"--{name}={FLAGS[name].value} must be a positive integer.")
     output = FLAGS.output_file
     if output and os.path.basename(output) == "eval_results.txt" and os.path.samefile(
             os.path.dirname(os.path.abspath(output)), FLAGS.model_dir):
-        raise app.InputError(f"--output_file {output} is the training run's own results: choose another path (the "
+        raise InputError(f"--output_file {output} is the training run's own results: choose another path (the "
                              f"default is <model_dir>/evaluations/<eval file name>.json).")
 
 

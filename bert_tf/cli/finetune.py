@@ -24,7 +24,7 @@ from absl import flags, logging
 
 from bert_tf.cli import app
 from bert_tf.config_schema import parse_assignments
-from bert_tf.errors import InputFileNotFoundError
+from bert_tf.errors import InputError, InputFileNotFoundError
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
 
 FLAGS = flags.FLAGS
@@ -42,7 +42,7 @@ def _define_recipe_flags():
 
 _define_recipe_flags()
 
-# --help's groups, by purpose (`bert_tf.cli.app.command_help`).
+# --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
 HELP_GROUPS = {
     "examples (files or a TFDS dataset)": ["train_file", "dev_file", "text_column", "text_b_column", "label_column",
                                            "tfds_name", "data_dir", "train_split", "dev_split"],
@@ -127,7 +127,7 @@ def main(argv):
     encoder, vocab_file, do_lower_case = load_encoder(recipe)
     tokenizer = FullTokenizer(vocab_file, do_lower_case)
     if tokenizer.vocab_size != encoder.config.vocab_size:
-        raise app.InputError(f"vocab_file {vocab_file} does not match the model's vocab_size="
+        raise InputError(f"vocab_file {vocab_file} does not match the model's vocab_size="
                              f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")
     finetune_classifier(
         encoder, tokenizer, train, dev, recipe.output_dir,

@@ -12,6 +12,7 @@ random token, kept; the original beside a replaced token).
 from absl import flags
 
 from bert_tf.cli import app
+from bert_tf.cli.exit_codes import EXIT_BAD_INPUT
 
 FLAGS = flags.FLAGS
 
@@ -75,7 +76,7 @@ def main(argv):
                         mask_id=vocabulary.mask_id)
         print(f"wrote {FLAGS.plot_file}")
     if bad:
-        return app.EXIT_BAD_INPUT  # the records break the original instance structure
+        return EXIT_BAD_INPUT  # the records break the original instance structure
 
 
 def run():

@@ -19,6 +19,7 @@ import typing
 from absl import flags, logging
 
 from bert_tf.cli import app
+from bert_tf.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREEMPTED
 from bert_tf.config_schema import parse_assignments
 from bert_tf.training.platforms import apply_platform
 from bert_tf.training.recipe import (
@@ -92,7 +93,7 @@ OVERRIDE_FLAGS = {
 }
 _CHOICES = {"optimizer": OPTIMIZERS, "mixed_precision": MIXED_PRECISION}
 
-# --help's groups, by purpose (`bert_tf.cli.app.command_help`).
+# --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
 HELP_GROUPS = {
     "the run": ["config", "model_dir", "input_file", "eval_input_file", "vocab_file", "bert_config_file",
                 "init_checkpoint", "accept_recipe_change"],
@@ -181,8 +182,8 @@ def main(argv):
               f"{result.checkpoint}; run the same command again to resume.", file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(app.EXIT_INTERRUPTED if interrupted else app.EXIT_PREEMPTED)
-    return app.EXIT_OK
+        os._exit(EXIT_INTERRUPTED if interrupted else EXIT_PREEMPTED)
+    return EXIT_OK
 
 
 def run():

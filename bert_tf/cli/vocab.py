@@ -41,7 +41,7 @@ flags.DEFINE_integer("min_frequency", vocab_extension.DEFAULT_MIN_FREQUENCY,
 flags.DEFINE_string("heldout_file", None, "With --extend: held-out domain text (the --input_format's format) to "
                                           "report tokens per word on, before and after.")
 
-# --help's groups, by purpose (`bert_tf.cli.app.command_help`).
+# --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
 HELP_GROUPS = {
     "learn a vocab": ["input_file", "input_format", "vocab_size", "do_lower_case", "output_file"],
     "extend a released vocab (--extend)": ["extend", "keep_unused", "max_new_tokens", "min_frequency",
