@@ -8,7 +8,7 @@ A configuration is a frozen dataclass that derives from `Section`:
   is built; a number written as a string is named as such;
 - its ranges and choices are its `_rules()`, checked after the types;
 - `Section.from_dict(values, where)` builds one from a mapping (YAML), refusing unknown and missing keys;
-- `load_yaml(path)` reads YAML with 1.2's numbers (`1e-4` is a number), and `parse_value` reads a `--set` value.
+- `read_yaml(text, where)` reads YAML with 1.2's numbers (`1e-4` is a number), and `parse_value` reads a `--set` value.
 
 Every error is a `ConfigError` (an `InputError`, so a command exits 2) with one line in one format:
 `WHERE: FIELD=VALUE must be ...` for a wrong value and `WHERE: unknown field(s) [...]; known fields are [...]` for a

@@ -1,8 +1,9 @@
 """The exceptions that decide how a command ends, defined at the bottom of the package so that every layer can raise
-them and `bert_tf.cli.app` can catch them without importing TensorFlow.
+them and the command frame can catch them without importing TensorFlow.
 
-`bert_tf.cli.app.run` turns `InputError` (and any `ValueError`) into exit status 2 with its message on one line,
-and `NonFiniteLossError` into exit status 3. See docs/architecture.md for the exit codes.
+`bert_tf.cli.exit_codes.classify` turns `InputError` (and its subclasses) into exit status 2 with its message on one
+line and `NonFiniteLossError` into exit status 3; a plain `ValueError` is an internal failure, exit status 1. See
+docs/architecture.md for the exit codes.
 """
 
 
