@@ -11,7 +11,7 @@ JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 JAX_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 
-.PHONY: setup demo lint test test-large test-tf220 jax-venv clean
+.PHONY: setup demo lint test test-large test-tf220 jax-venv jax-cuda-venv clean
 
 setup: $(STAMP)
 
@@ -83,5 +83,21 @@ $(JAX_STAMP):
 	$(JAX_VENV)/bin/python -c "import jax; assert jax.__version__ == '0.11.2', jax.__version__"
 	touch $(JAX_STAMP)
 
+# jax 0.11.2 with its CUDA 13 plugin, for XLA:GPU's buffer sizes without a GPU: bench/estimate_gpu_memory.py compiles
+# an exported step ahead of time for an H100 target description (docs/accelerators.md, "XLA:GPU's buffers without a
+# GPU"). About 4.4 GB installed (CUDA wheels); nothing here needs a GPU or its driver.
+JAX_CUDA_VENV := .venv-jax-cuda
+JAX_CUDA_STAMP := $(JAX_CUDA_VENV)/.installed
+
+jax-cuda-venv: $(JAX_CUDA_STAMP)
+
+$(JAX_CUDA_STAMP):
+	$(JAX_PYTHON) -m venv $(JAX_CUDA_VENV)
+	$(JAX_CUDA_VENV)/bin/pip install -q --upgrade pip
+	$(JAX_CUDA_VENV)/bin/pip install -q "jax[cuda13]==0.11.2" numpy
+	JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 $(JAX_CUDA_VENV)/bin/python -c "import jax, jax_plugins.xla_cuda13; \
+		assert jax.__version__ == '0.11.2', jax.__version__"
+	touch $(JAX_CUDA_STAMP)
+
 clean:
-	rm -rf $(VENV) $(TF220_VENV) $(JAX_VENV) demo_output build *.egg-info
+	rm -rf $(VENV) $(TF220_VENV) $(JAX_VENV) $(JAX_CUDA_VENV) demo_output build *.egg-info

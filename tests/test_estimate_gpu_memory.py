@@ -1,0 +1,73 @@
+"""bench/estimate_gpu_memory.py's pure-Python parts (no jax, no GPU): the target description's memory, the step
+folders it compiles, a step's peak from XLA's buffer sizes, and the micro-batch those sizes allow."""
+
+import json
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+from estimate_gpu_memory import (  # noqa: E402
+    GIB,
+    TARGET_FILE,
+    device_memory_bytes,
+    done_names,
+    figures_line,
+    largest_fitting_micro_batch,
+    peak_bytes,
+    step_folders,
+)
+
+
+def test_the_h100_target_description_is_in_the_repository_and_names_its_memory():
+    with open(TARGET_FILE, encoding="utf-8") as f:
+        text = f.read()
+    assert device_memory_bytes(text) == 84942979072  # what CUDA reports for an H100 80GB HBM3 (79.1 GiB)
+    assert 'device_description_str: "NVIDIA H100 80GB HBM3"' in text
+    with pytest.raises(ValueError, match="no device_memory_size"):
+        device_memory_bytes("gpu_device_info { core_count: 132 }")
+
+
+def test_a_folder_of_steps_stands_for_its_steps_and_a_folder_without_any_says_so(tmp_path):
+    for name in ("large_128_mb256", "base_128_mb256"):
+        (tmp_path / "set" / name).mkdir(parents=True)
+        (tmp_path / "set" / name / "manifest.json").write_text("{}")
+    (tmp_path / "set" / "notes").mkdir()
+    one = str(tmp_path / "set" / "large_128_mb256")
+    assert step_folders([one]) == [one]
+    assert step_folders([str(tmp_path / "set")]) == [str(tmp_path / "set" / n) for n in ("base_128_mb256",
+                                                                                         "large_128_mb256")]
+    with pytest.raises(ValueError, match="neither a step folder nor a folder of steps"):
+        step_folders([str(tmp_path / "set" / "notes")])
+
+
+def test_a_line_gives_the_peak_without_the_outputs_that_reuse_donated_arguments(tmp_path):
+    manifest = {"preset": "large", "precision": "mixed_bfloat16", "batch": 256, "seq": 128, "micro_batch": 256}
+    stats = {"argument_bytes": 4 * GIB, "temporary_bytes": 28 * GIB, "output_bytes": 4 * GIB + 10,
+             "alias_bytes": 4 * GIB}
+    line = figures_line("large_128_mb256", manifest, stats, 80 * GIB, 246.92, "NVIDIA H100 80GB HBM3", "0.11.2")
+    assert line["peak_bytes"] == peak_bytes(line) == 32 * GIB + 10
+    assert (line["argument_gib"], line["temporary_gib"], line["peak_gib"], line["fraction_of_device"]) == (
+        4.0, 28.0, 32.0, 0.4)
+    assert line["compile_s"] == 246.9
+    jsonl = tmp_path / "figures.jsonl"
+    assert done_names(str(jsonl)) == set()
+    jsonl.write_text(json.dumps(line) + "\n")
+    assert done_names(str(jsonl)) == {"large_128_mb256"}  # a second call skips it
+
+
+def test_the_micro_batch_is_the_largest_power_of_two_under_the_margin():
+    device = 80 * GIB  # budget at a 0.2 margin: 64 GiB
+    # Measured at 32 and 64: 8 GiB fixed + 0.5 GiB per sequence; 64 -> 40 GiB fits, 128 -> 72 GiB does not.
+    points = [(32, 24 * GIB), (64, 40 * GIB)]
+    assert largest_fitting_micro_batch(points, device, 0.2) == 64
+    assert largest_fitting_micro_batch(points, device, 0.05) == 128  # 72 <= 76
+    # Between two points the line through them; beyond the largest, the line through the two largest.
+    assert largest_fitting_micro_batch([(16, 16 * GIB), (64, 40 * GIB)], device, 0.2) == 64
+    # One point: proportional from zero, which over-estimates a step with fixed weights (the safe side).
+    assert largest_fitting_micro_batch([(256, 32 * GIB)], device, 0.2) == 256  # capped at 256
+    assert largest_fitting_micro_batch([(64, 40 * GIB)], device, 0.2) == 64
+    assert largest_fitting_micro_batch([(1, 70 * GIB)], device, 0.2) is None
