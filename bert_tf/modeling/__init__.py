@@ -1,27 +1,20 @@
 """Keras layers and models of BERT, written with `keras.ops` so they run under any Keras backend."""
 
-from bert_tf.modeling.activations import gelu, gelu_tanh, get_activation
-from bert_tf.modeling.attention import BertSelfAttention, attention_mask_adder
-from bert_tf.modeling.embeddings import BertEmbeddings
-from bert_tf.modeling.encoder import BertEncoder
-from bert_tf.modeling.losses import pretraining_losses
-from bert_tf.modeling.masked_lm_head import MaskedLMHead, gather_positions
-from bert_tf.modeling.next_sentence_head import NextSentenceHead
-from bert_tf.modeling.pretrainer import BertPretrainer
-from bert_tf.modeling.transformer_block import TransformerBlock
+from bert_tf.lazy_exports import lazy_exports
 
-__all__ = [
-    "gelu",
-    "gelu_tanh",
-    "get_activation",
-    "BertSelfAttention",
-    "attention_mask_adder",
-    "BertEmbeddings",
-    "BertEncoder",
-    "pretraining_losses",
-    "MaskedLMHead",
-    "gather_positions",
-    "NextSentenceHead",
-    "BertPretrainer",
-    "TransformerBlock",
-]
+_EXPORTS = {
+    "gelu": "bert_tf.modeling.activations",
+    "gelu_tanh": "bert_tf.modeling.activations",
+    "get_activation": "bert_tf.modeling.activations",
+    "BertSelfAttention": "bert_tf.modeling.attention",
+    "attention_mask_adder": "bert_tf.modeling.attention",
+    "BertEmbeddings": "bert_tf.modeling.embeddings",
+    "BertEncoder": "bert_tf.modeling.encoder",
+    "pretraining_losses": "bert_tf.modeling.losses",
+    "MaskedLMHead": "bert_tf.modeling.masked_lm_head",
+    "gather_positions": "bert_tf.modeling.masked_lm_head",
+    "NextSentenceHead": "bert_tf.modeling.next_sentence_head",
+    "BertPretrainer": "bert_tf.modeling.pretrainer",
+    "TransformerBlock": "bert_tf.modeling.transformer_block",
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

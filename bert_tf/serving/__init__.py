@@ -9,52 +9,25 @@ Example:
     outputs = encoder.signatures["serving_default"](input_word_ids=ids, input_mask=mask, input_type_ids=types)
 """
 
-from bert_tf.serving.classifier_module import ClassifierModule
-from bert_tf.serving.encoder_module import EncoderModule
-from bert_tf.serving.export import (
-    CLASSIFIER,
-    ENCODER,
-    ENCODER_MLM,
-    PREPROCESSING,
-    SPAN_QA,
-    TOKEN_CLASSIFIER,
-    export_classifier,
-    export_encoder,
-    export_model_dir,
-    export_preprocessing,
-    export_span_qa,
-    version_dir,
-)
-from bert_tf.serving.fill_mask import MaskFiller, fill_mask
-from bert_tf.serving.graph_ops import non_core_ops, saved_model_ops
-from bert_tf.serving.reload import load_encoder_from_saved_model
-from bert_tf.serving.reusable_module import ReusableModule
-from bert_tf.serving.serving_module import ServingModule
-from bert_tf.serving.span_qa_module import SpanQAModule
-from bert_tf.serving.task_module import TaskModule
+from bert_tf.lazy_exports import lazy_exports
 
-__all__ = [
-    "ClassifierModule",
-    "EncoderModule",
-    "CLASSIFIER",
-    "ENCODER",
-    "ENCODER_MLM",
-    "PREPROCESSING",
-    "SPAN_QA",
-    "TOKEN_CLASSIFIER",
-    "export_classifier",
-    "export_encoder",
-    "export_model_dir",
-    "export_preprocessing",
-    "export_span_qa",
-    "version_dir",
-    "MaskFiller",
-    "fill_mask",
-    "non_core_ops",
-    "saved_model_ops",
-    "load_encoder_from_saved_model",
-    "ReusableModule",
-    "ServingModule",
-    "SpanQAModule",
-    "TaskModule",
-]
+_EXPORTS = {
+    "CLASSIFIER": "bert_tf.serving.export",
+    "ENCODER": "bert_tf.serving.export",
+    "ENCODER_MLM": "bert_tf.serving.export",
+    "PREPROCESSING": "bert_tf.serving.export",
+    "SPAN_QA": "bert_tf.serving.export",
+    "TOKEN_CLASSIFIER": "bert_tf.serving.export",
+    "export_classifier": "bert_tf.serving.export",
+    "export_encoder": "bert_tf.serving.export",
+    "export_model_dir": "bert_tf.serving.export",
+    "export_preprocessing": "bert_tf.serving.export",
+    "export_span_qa": "bert_tf.serving.export",
+    "version_dir": "bert_tf.serving.export",
+    "MaskFiller": "bert_tf.serving.fill_mask",
+    "fill_mask": "bert_tf.serving.fill_mask",
+    "non_core_ops": "bert_tf.serving.graph_ops",
+    "saved_model_ops": "bert_tf.serving.graph_ops",
+    "load_encoder_from_saved_model": "bert_tf.serving.reload",
+}
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
