@@ -49,15 +49,18 @@ class BertEncoder(BertConfigSerialization, keras.Model):
         self.config = as_config(config)
         c = self.config
         self.embeddings = BertEmbeddings(
-            c.vocab_size, c.hidden_size, c.max_position_embeddings, c.type_vocab_size, c.hidden_dropout_prob,
-            c.initializer_range, c.layer_norm_eps, c.position_embedding_type, dtype=self.dtype_policy,
-            name="embeddings")
+            vocab_size=c.vocab_size, hidden_size=c.hidden_size, max_position_embeddings=c.max_position_embeddings,
+            type_vocab_size=c.type_vocab_size, dropout_rate=c.hidden_dropout_prob,
+            initializer_range=c.initializer_range, layer_norm_eps=c.layer_norm_eps,
+            position_embedding_type=c.position_embedding_type, dtype=self.dtype_policy, name="embeddings")
         # One attribute per block (not a list): tf.train.Checkpoint does not track Keras 3's wrapped lists.
         for i in range(c.num_hidden_layers):
             setattr(self, f"layer_{i}", TransformerBlock(
-                c.hidden_size, c.num_attention_heads, c.intermediate_size, c.hidden_act,
-                             c.hidden_dropout_prob, c.attention_probs_dropout_prob, c.initializer_range,
-                             c.layer_norm_eps, c.pre_layer_norm, dtype=self.dtype_policy, name=f"layer_{i}"))
+                hidden_size=c.hidden_size, num_attention_heads=c.num_attention_heads,
+                intermediate_size=c.intermediate_size, hidden_act=c.hidden_act, dropout_rate=c.hidden_dropout_prob,
+                attention_dropout_rate=c.attention_probs_dropout_prob, initializer_range=c.initializer_range,
+                layer_norm_eps=c.layer_norm_eps, pre_layer_norm=c.pre_layer_norm, dtype=self.dtype_policy,
+                name=f"layer_{i}"))
         # Pre-LN stacks need a LayerNorm after the last block; post-LN blocks end with one already.
         self.final_layer_norm = (
             keras.layers.LayerNormalization(epsilon=c.layer_norm_eps, dtype="float32", name="LayerNorm")

@@ -40,10 +40,11 @@ class BertPretrainer(BertConfigSerialization, keras.Model):
         self.use_next_sentence = use_next_sentence
         c = self.config
         self.encoder = BertEncoder(c, dtype=self.dtype_policy)
-        self.masked_lm = MaskedLMHead(c.vocab_size, c.hidden_size, c.hidden_act, c.initializer_range,
-                                      c.layer_norm_eps, dtype=self.dtype_policy, name="predictions")
-        self.next_sentence = NextSentenceHead(c.hidden_size, c.initializer_range, dtype=self.dtype_policy,
-                                              name="seq_relationship")
+        self.masked_lm = MaskedLMHead(vocab_size=c.vocab_size, hidden_size=c.hidden_size, hidden_act=c.hidden_act,
+                                      initializer_range=c.initializer_range, layer_norm_eps=c.layer_norm_eps,
+                                      dtype=self.dtype_policy, name="predictions")
+        self.next_sentence = NextSentenceHead(hidden_size=c.hidden_size, initializer_range=c.initializer_range,
+                                              dtype=self.dtype_policy, name="seq_relationship")
         # Built here, outside this model's own name scope, so the variables read `cls/predictions/...` as in
         # the TF1 checkpoints, next to the encoder's `bert/...`.
         with keras.name_scope("cls"):

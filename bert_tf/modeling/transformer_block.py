@@ -44,8 +44,9 @@ class TransformerBlock(KeptArguments, keras.layers.Layer):
         self.activation = get_activation(hidden_act)
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.self_attention = BertSelfAttention(
-            hidden_size, num_attention_heads, attention_dropout_rate, initializer_range, dtype=self.dtype_policy,
-            name="self")
+            hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+            attention_dropout_rate=attention_dropout_rate, initializer_range=initializer_range,
+            dtype=self.dtype_policy, name="self")
         self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
                                                    name="dense")
         self.attention_layer_norm = keras.layers.LayerNormalization(
