@@ -18,7 +18,7 @@ from bert_tf.errors import InputError
 from bert_tf.model_dir import load_pretrainer, write_model_dir
 from bert_tf.text.vocab_learning import write_vocab
 from bert_tf.training.checkpointing import restore_model_weights
-from bert_tf.training.extended_vocab import grown_vocab_size
+from bert_tf.training.extended_vocab_restore import grown_vocab_size
 from bert_tf.training.pretraining import resolve_bert_config
 from bert_tf.training.recipe import load_recipe
 from helpers import run_cli, tiny_config

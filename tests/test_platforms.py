@@ -2,6 +2,8 @@
 and that leave the paper's recipe (global batch, schedule, phases) as it is."""
 
 import dataclasses
+import os
+import sys
 
 import pytest
 import yaml
@@ -12,8 +14,13 @@ from bert_tf.training.platforms import PLATFORMS_FILE, apply_platform, load_plat
 from bert_tf.training.recipe import RecipeError, load_recipe
 
 with open(PLATFORMS_FILE, encoding="utf-8") as f:
-    ESTIMATES = yaml.safe_load(f)["estimates"]
+    PLATFORMS_YAML = yaml.safe_load(f)
+ESTIMATES = PLATFORMS_YAML["estimates"]
+XLA_GPU_ESTIMATES = PLATFORMS_YAML["xla_gpu_estimates"]
 PLATFORMS = load_platforms()
+CPU_ESTIMATED = [n for n in sorted(PLATFORMS) if PLATFORMS[n].device
+                 and PLATFORMS[n].memory_source.startswith("XLA:CPU estimate")]
+GPU_ESTIMATED = sorted(XLA_GPU_ESTIMATES)
 ASKED = ("tpu_v4", "tpu_v5e", "a100_80gb", "a100_40gb", "h100_80gb", "cpu")
 
 
@@ -21,7 +28,7 @@ def test_the_platforms_the_issue_names_exist():
     assert set(ASKED) <= set(PLATFORMS)
 
 
-@pytest.mark.parametrize("name", [n for n in sorted(PLATFORMS) if PLATFORMS[n].device])
+@pytest.mark.parametrize("name", CPU_ESTIMATED)
 def test_each_micro_batch_is_the_largest_power_of_two_that_fits_the_device_at_its_phase_length(name):
     platform = PLATFORMS[name]
     assert platform.memory_margin == pytest.approx(1 - HEADROOM)  # the margin the estimate's tool keeps
@@ -36,6 +43,32 @@ def test_each_micro_batch_is_the_largest_power_of_two_that_fits_the_device_at_it
             assert micro & (micro - 1) == 0, where  # divides every power-of-two replica batch
             assert estimate.bytes_for(micro) <= budget, where
             assert micro == 256 or estimate.bytes_for(2 * micro) > budget, where
+
+
+@pytest.mark.parametrize("name", GPU_ESTIMATED)
+def test_a_gpu_estimated_platforms_micro_batches_are_the_largest_powers_of_two_xla_gpu_fits_under_its_margin(name):
+    """An entry whose figures are XLA:GPU's own buffers (bench/estimate_gpu_memory.py, ahead of time for the GPU's
+    target) takes at each length the largest power of two up to 256 whose step's peak (arguments, temporaries,
+    outputs that do not reuse an argument) stays under (1 - memory_margin) of the target's memory; between and above
+    the compiled micro-batches the peak is the line through the two nearest."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    from estimate_gpu_memory import largest_fitting_micro_batch
+
+    platform, figures = PLATFORMS[name], XLA_GPU_ESTIMATES[name]
+    assert platform.memory_source.startswith("XLA:GPU estimate, jaxlib ")
+    assert platform.jit_compile and platform.jit_compile_scope == "step"  # the program that was compiled
+    device = figures["device_gib"] * GIB
+    assert device <= DEVICES[platform.device].memory_gib * GIB  # what CUDA reports, not the data sheet's
+    for preset in ("base", "large"):
+        assert set(platform.models[preset].max_micro_batch_size) == set(figures[preset]) == {128, 512}
+        for seq_length, steps in figures[preset].items():
+            points = [(micro, step["peak_gib"] * GIB) for micro, step in steps.items()]
+            micro = platform.max_micro_batch_size(preset, seq_length)
+            assert micro in steps, (preset, seq_length, micro)  # the chosen micro-batch itself was compiled
+            assert steps[micro]["peak_gib"] <= (1 - platform.memory_margin) * figures["device_gib"]
+            assert micro == largest_fitting_micro_batch(points, device, platform.memory_margin), (preset, seq_length)
+            for step in steps.values():  # the peak is the sum of XLA's buffers
+                assert step["peak_gib"] == pytest.approx(step["arguments_gib"] + step["temporaries_gib"], abs=0.02)
 
 
 @pytest.mark.parametrize("name", ["tpu_v4", "a100_40gb", "cpu"])
@@ -100,10 +133,15 @@ def test_each_accelerator_platform_sets_an_eval_batch_that_splits_over_its_repli
 
 @pytest.mark.parametrize("name", [n for n in sorted(PLATFORMS) if PLATFORMS[n].device])
 def test_each_accelerator_platform_says_where_its_memory_figures_come_from(name):
-    """No accelerator has measured its step yet: every entry names the XLA:CPU estimate and TensorFlow's version,
-    and the margin kept for what a CPU compiler's buffers miss."""
-    assert PLATFORMS[name].memory_source == "XLA:CPU estimate, TensorFlow 2.21"
+    """No accelerator has measured its step yet: h100_80gb's figures are XLA:GPU's buffers compiled ahead of time
+    for an H100 target with jaxlib 0.11.2 (recorded under xla_gpu_estimates), every other entry names the XLA:CPU
+    estimate and TensorFlow's version; each keeps a margin for what its compiler's buffers miss."""
+    if name in XLA_GPU_ESTIMATES:
+        assert PLATFORMS[name].memory_source == "XLA:GPU estimate, jaxlib 0.11.2 (ahead of time, H100 target)"
+    else:
+        assert PLATFORMS[name].memory_source == "XLA:CPU estimate, TensorFlow 2.21"
     assert PLATFORMS[name].memory_margin == 0.2
+    assert GPU_ESTIMATED == ["h100_80gb"]
 
 
 def test_a_platforms_file_without_memory_sources_still_loads_and_bad_ones_say_what_to_write(tmp_path):

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bert_tf.errors import InputError
+from bert_tf.instances.best_fit_rows import assign_rows, pack_instances
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
-from bert_tf.instances.row_packing import assign_rows, pack_instances
 from bert_tf.records.checker import check_record_files
 from bert_tf.records.packed_rows import RowLayout, split_rows
 from bert_tf.records.reader import concatenate, read_records
@@ -192,7 +192,7 @@ def as_records(features):
 
 
 def test_tensorflow_packing_gives_the_numpy_rows():
-    from bert_tf.inputs import row_packing as tf_packing
+    from bert_tf.inputs import rows_in_tf_data as tf_packing
 
     instances = masked_instances(60, 48, whole_words=False)
     layout = RowLayout(48, 3, 9)
@@ -206,7 +206,7 @@ def test_tensorflow_packing_gives_the_numpy_rows():
 def test_packed_batch_has_the_losses_of_its_instances_unpacked(whole_words):
     import keras
 
-    from bert_tf.inputs import row_packing as tf_packing
+    from bert_tf.inputs import rows_in_tf_data as tf_packing
     from bert_tf.modeling.pretrainer import BertPretrainer
     from helpers import tiny_config
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.errors import InputError
-from bert_tf.inputs import row_packing
+from bert_tf.inputs import rows_in_tf_data
 from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.checked_reading import checked_records, expected_record_bytes, join_message
 from bert_tf.records.compression import detect_compression
@@ -117,7 +117,7 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
         if masker is not None:
             layout = schema.row_layout
             batches = batches.enumerate().map(
-                lambda index, rows: row_packing.mask_rows(masker, rows, layout, max_predictions_per_seq,
+                lambda index, rows: rows_in_tf_data.mask_rows(masker, rows, layout, max_predictions_per_seq,
                                                           tf.stack([tf.constant(mask_seed, tf.int64), index])),
                 **parallel)
     elif row_layout is not None:
@@ -127,7 +127,7 @@ def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq,
         if masker is not None:
             windows = masker.mask_batches(windows, max_predictions_per_seq, mask_seed,
                                           num_parallel_calls=num_parallel_calls)
-        rows = windows.map(lambda instances: row_packing.pack_instances(instances, row_layout), **parallel)
+        rows = windows.map(lambda instances: rows_in_tf_data.pack_instances(instances, row_layout), **parallel)
         batches = rows.unbatch().batch(batch_size, drop_remainder=drop_remainder)
     else:
         batches = records.batch(batch_size, drop_remainder=drop_remainder).map(

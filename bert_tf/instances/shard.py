@@ -13,8 +13,8 @@ import random
 
 import numpy as np
 
+from bert_tf.instances.best_fit_rows import pack_instances
 from bert_tf.instances.masking import MaskDraws, StaticMasker
-from bert_tf.instances.row_packing import pack_instances
 from bert_tf.instances.sentence_pairs import instances_from_document
 from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.example_encoder import ExampleEncoder

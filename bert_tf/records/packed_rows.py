@@ -10,7 +10,7 @@ next-sentence label, and says which tokens are its own (`instance_ids`) and wher
 This module owns the layout of a packed row in numpy: `assemble_rows` (instances + their rows -> row arrays) and
 `split_rows` (row arrays -> the instances they hold, in the unpacked format), which bert-inspect-data, the record
 checker and the tests read packed records through. Which instances share a row is decided elsewhere
-(`instances/row_packing.py`).
+(`instances/best_fit_rows.py`).
 """
 
 import dataclasses

@@ -26,7 +26,7 @@ from absl import logging
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.compat.tensorflow_internals import OBJECT_GRAPH_KEY, copy_keras_variables_once_for_async_checkpoints
 from bert_tf.errors import InputError
-from bert_tf.training.extended_vocab import extended_rows, restore_with_new_rows
+from bert_tf.training.extended_vocab_restore import extended_rows, restore_with_new_rows
 from bert_tf.training.input_hosts import HostIterator
 from bert_tf.training.strategy import gather_over_workers
 
@@ -249,7 +249,7 @@ def restore_model_weights(model, init_checkpoint, vocab_file=None):
     """Loads only the model's weights from a converted checkpoint directory (or a `ckpt-N` prefix), as the
     original `--init_checkpoint` did; optimizer slots and step start fresh. When `vocab_file` extends the
     checkpoint's vocab.txt (`bert-vocab --extend`), its new rows start from the mean of their old pieces' rows
-    (see `extended_vocab`)."""
+    (see `training/extended_vocab_restore.py`)."""
     path = (model_dir_lib.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint)
             else init_checkpoint)
     try:

@@ -117,6 +117,9 @@ class _PlatformsFile(Section):
     ERROR = RecipeError
     platforms: dict
     estimates: dict = dataclasses.field(default_factory=dict)
+    # XLA:GPU's buffers of the standard steps compiled ahead of time for a GPU target (bench/estimate_gpu_memory.py),
+    # by platform, preset, length and micro-batch: the figures behind an "XLA:GPU estimate" entry (optional).
+    xla_gpu_estimates: dict = dataclasses.field(default_factory=dict)
 
 
 def load_platforms(path=PLATFORMS_FILE):

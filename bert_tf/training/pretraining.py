@@ -34,7 +34,7 @@ from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, r
 from bert_tf.training.controller import Controller
 from bert_tf.training.device_check import check_run_devices
 from bert_tf.training.evaluation import check_eval_batch_size, evaluate
-from bert_tf.training.extended_vocab import grown_vocab_size
+from bert_tf.training.extended_vocab_restore import grown_vocab_size
 from bert_tf.training.input_hosts import host_iterators
 from bert_tf.training.maintenance_notice import MaintenanceWatcher
 from bert_tf.training.preemption import PreemptionWatcher

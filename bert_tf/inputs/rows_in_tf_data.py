@@ -1,6 +1,6 @@
 """Packed rows inside tf.data: unpacked records packed on the way in, and packed rows masked again per instance.
 
-The rule of which instances share a row is `instances/row_packing.py`'s (best-fit decreasing, longest first, at
+The rule of which instances share a row is `instances/best_fit_rows.py`'s (best-fit decreasing, longest first, at
 most K instances and P_row prediction slots a row); here it runs as TensorFlow ops on a window of records, so it
 sits in a tf.data graph, is deterministic and resumes exactly from an iterator checkpoint (no Python state, no
 stateful op). The layout of a row is `records/packed_rows.py`'s; `place_instances` writes it with the model's
@@ -11,7 +11,7 @@ import tensorflow as tf
 
 
 def assign_rows(lengths, prediction_counts, layout):
-    """Best-fit decreasing as `bert_tf.instances.row_packing.assign_rows`, in TensorFlow ops: lengths and
+    """Best-fit decreasing as `bert_tf.instances.best_fit_rows.assign_rows`, in TensorFlow ops: lengths and
     prediction counts [N] -> (row_of, slot_of, start_of, prediction_start_of [N], num_rows), all int32."""
     lengths = tf.cast(lengths, tf.int32)
     prediction_counts = tf.cast(prediction_counts, tf.int32)

@@ -4,7 +4,7 @@ histogram packing (arXiv 2107.02027), with at most K instances and P_row predict
 The instances are taken longest first (ties in their given order); each goes to the open row with the least room
 left that still takes its tokens, its predictions and one more instance (ties: the row opened first), or opens a
 new row. Within a row the instances lie in the order they came. Every instance is placed whole: none is dropped
-or cut. The same rule runs inside tf.data on windows of records (`inputs/row_packing.py`), and the two agree row
+or cut. The same rule runs inside tf.data on windows of records (`inputs/rows_in_tf_data.py`), and the two agree row
 for row (tests/test_row_packing.py).
 """
 
