@@ -15,8 +15,9 @@ prints one JSON line as soon as it has compiled, and appends it to `--jsonl`. A 
 
 The target description (bench/h100_sxm_target.txtpb) is a trimmed copy of XLA's own
 `xla/backends/gpu/target_config/h100_sxm.txtpb` (the `GpuTargetConfigProto` of an H100 80GB HBM3, SXM). The one
-`mhlo.copy` that jaxlib's HLO-to-StableHLO converter leaves in TensorFlow's step has no lowering in the compile-only
-path; it is replaced with `stablehlo.optimization_barrier` (the same values, and a copy XLA may still place).
+`mhlo.copy` that jaxlib's HLO-to-StableHLO converter leaves in TensorFlow's step is refused by the compile-only
+client (it rejects MHLO ops; the loaded CPU and GPU clients accept it), so it is replaced with an identity
+`stablehlo.optimization_barrier` (the same values); any other MHLO op left stops the compile with its name.
 
 The helpers above `compile_step` are pure Python (no jax): tests/test_estimate_gpu_memory.py covers them.
 """

@@ -69,6 +69,10 @@ def test_a_gpu_estimated_platforms_micro_batches_are_the_largest_powers_of_two_x
             assert micro == largest_fitting_micro_batch(points, device, platform.memory_margin), (preset, seq_length)
             for step in steps.values():  # the peak is the sum of XLA's buffers
                 assert step["peak_gib"] == pytest.approx(step["arguments_gib"] + step["temporaries_gib"], abs=0.02)
+    if name == "h100_80gb":  # the set of steps for the GPU machine runs at this entry's micro-batches
+        from xla_step_set import H100_MICRO_BATCH
+        assert H100_MICRO_BATCH == {(preset, seq): platform.max_micro_batch_size(preset, seq)
+                                    for preset in ("base", "large") for seq in (128, 512)}
 
 
 @pytest.mark.parametrize("name", ["tpu_v4", "a100_40gb", "cpu"])
