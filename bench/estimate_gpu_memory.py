@@ -11,13 +11,19 @@ a GPU:
 
 Each step (a folder written by bench/export_xla_step.py; a folder that holds step folders stands for all of them)
 prints one JSON line as soon as it has compiled, and appends it to `--jsonl`. A step whose name already has a line in
-`--jsonl` is skipped, so a second call resumes. Compiling BERT-large for the H100 takes about 4 minutes on 2 cores.
+`--jsonl` is skipped, so a second call resumes. A paper-batch step compiles for the H100 in 1 to 4 minutes on 2 cores.
 
 The target description (bench/h100_sxm_target.txtpb) is a trimmed copy of XLA's own
 `xla/backends/gpu/target_config/h100_sxm.txtpb` (the `GpuTargetConfigProto` of an H100 80GB HBM3, SXM). The one
 `mhlo.copy` that jaxlib's HLO-to-StableHLO converter leaves in TensorFlow's step is refused by the compile-only
 client (it rejects MHLO ops; the loaded CPU and GPU clients accept it), so it is replaced with an identity
 `stablehlo.optimization_barrier` (the same values); any other MHLO op left stops the compile with its name.
+
+XLA:GPU rematerializes (recomputes activations instead of keeping them) when a step would not fit a limit derived
+from the target's memory, so a step compiled for the card can fit only by recomputing. `--memory_scale=2` compiles
+for a card twice as large: its peak is what the step holds without that recomputation (the figure a micro-batch
+should fit with; configs/platforms.yaml's `xla_gpu_estimates` record both). The share of the card in each line is
+always of the real card's memory.
 
 The helpers above `compile_step` are pure Python (no jax): tests/test_estimate_gpu_memory.py covers them.
 """
@@ -44,6 +50,16 @@ def device_memory_bytes(target_text):
     return int(match.group(1))
 
 
+def scaled_target(target_text, scale):
+    """The target description with its device_memory_size times `scale`: XLA:GPU rematerializes (recomputes
+    activations instead of keeping them) to fit a limit derived from the card's memory, so a step compiled for a card
+    `scale` times larger shows what it holds without that recomputation."""
+    if scale == 1:
+        return target_text
+    memory = device_memory_bytes(target_text)
+    return re.sub(r"device_memory_size:\s*\d+", f"device_memory_size: {int(memory * scale)}", target_text, count=1)
+
+
 def step_folders(paths):
     """The step folders named by `paths`, in order: a folder with a manifest.json is a step; a folder without one
     stands for its sub-folders that have one (sorted)."""
@@ -66,11 +82,13 @@ def peak_bytes(figures):
     return figures["argument_bytes"] + figures["temporary_bytes"] + figures["output_bytes"] - figures["alias_bytes"]
 
 
-def figures_line(name, manifest, stats, device_bytes, compile_s, device_kind, jaxlib_version):
-    """The JSON record of one compiled step; `stats` maps argument/temp/output/alias bytes."""
+def figures_line(name, manifest, stats, device_bytes, compile_s, device_kind, jaxlib_version, memory_scale=1):
+    """The JSON record of one compiled step; `stats` maps argument/temp/output/alias bytes; `device_bytes` is the real
+    card's memory (`memory_scale` says how much larger the target it was compiled for was)."""
     figures = {"name": name, "preset": manifest["preset"], "precision": manifest["precision"],
                "batch": manifest["batch"], "seq": manifest["seq"], "micro_batch": manifest["micro_batch"],
-               "device": device_kind, "jaxlib": jaxlib_version, "compile_s": round(compile_s, 1),
+               "device": device_kind, "jaxlib": jaxlib_version, "memory_scale": memory_scale,
+               "compile_s": round(compile_s, 1),
                "argument_bytes": int(stats["argument_bytes"]), "temporary_bytes": int(stats["temporary_bytes"]),
                "output_bytes": int(stats["output_bytes"]), "alias_bytes": int(stats["alias_bytes"])}
     figures["peak_bytes"] = peak_bytes(figures)
@@ -149,6 +167,9 @@ def main(argv=None):
     parser.add_argument("steps", nargs="+", help="Step folders (bench/export_xla_step.py), or folders of them.")
     parser.add_argument("--target", default=TARGET_FILE, help="A GpuTargetConfigProto in text form.")
     parser.add_argument("--jsonl", default=None, help="Append each step's line here; skip steps it already has.")
+    parser.add_argument("--memory_scale", type=float, default=1,
+                        help="Compile for a card with this many times the target's memory (2: the step's buffers "
+                             "without the rematerialization XLA:GPU does to fit the real card).")
     args = parser.parse_args(argv)
 
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")  # no GPU, so no driver to check against
@@ -159,7 +180,8 @@ def main(argv=None):
     with open(args.target, encoding="utf-8") as f:
         target = f.read()
     device_bytes = device_memory_bytes(target)
-    topology = topologies.get_topology_desc("", "cuda", target_config=target, topology="1x1x1")
+    topology = topologies.get_topology_desc("", "cuda", target_config=scaled_target(target, args.memory_scale),
+                                            topology="1x1x1")
     devices = topology.devices
     client = devices[0].client
     skip = done_names(args.jsonl)
@@ -172,7 +194,7 @@ def main(argv=None):
             continue
         stats, seconds = compile_step(folder, devices, client)
         line = json.dumps(figures_line(name, manifest, stats, device_bytes, seconds, devices[0].device_kind,
-                                       jax.__version__))
+                                       jax.__version__, args.memory_scale))
         print(line, flush=True)
         if args.jsonl:
             with open(args.jsonl, "a", encoding="utf-8") as f:

@@ -18,6 +18,7 @@ from estimate_gpu_memory import (  # noqa: E402
     figures_line,
     largest_fitting_micro_batch,
     peak_bytes,
+    scaled_target,
     step_folders,
 )
 
@@ -29,6 +30,9 @@ def test_the_h100_target_description_is_in_the_repository_and_names_its_memory()
     assert 'device_description_str: "NVIDIA H100 80GB HBM3"' in text
     with pytest.raises(ValueError, match="no device_memory_size"):
         device_memory_bytes("gpu_device_info { core_count: 132 }")
+    doubled = scaled_target(text, 2)  # --memory_scale=2: the step without XLA's rematerialization to fit the card
+    assert device_memory_bytes(doubled) == 2 * 84942979072 and doubled.replace("169885958144", "84942979072") == text
+    assert scaled_target(text, 1) is text
 
 
 def test_a_folder_of_steps_stands_for_its_steps_and_a_folder_without_any_says_so(tmp_path):
@@ -48,11 +52,11 @@ def test_a_line_gives_the_peak_without_the_outputs_that_reuse_donated_arguments(
     manifest = {"preset": "large", "precision": "mixed_bfloat16", "batch": 256, "seq": 128, "micro_batch": 256}
     stats = {"argument_bytes": 4 * GIB, "temporary_bytes": 28 * GIB, "output_bytes": 4 * GIB + 10,
              "alias_bytes": 4 * GIB}
-    line = figures_line("large_128_mb256", manifest, stats, 80 * GIB, 246.92, "NVIDIA H100 80GB HBM3", "0.11.2")
+    line = figures_line("large_128_mb256", manifest, stats, 80 * GIB, 246.92, "NVIDIA H100 80GB HBM3", "0.11.2", 2)
     assert line["peak_bytes"] == peak_bytes(line) == 32 * GIB + 10
     assert (line["argument_gib"], line["temporary_gib"], line["peak_gib"], line["fraction_of_device"]) == (
         4.0, 28.0, 32.0, 0.4)
-    assert line["compile_s"] == 246.9
+    assert (line["compile_s"], line["memory_scale"]) == (246.9, 2)  # the share is of the real card, not the target
     jsonl = tmp_path / "figures.jsonl"
     assert done_names(str(jsonl)) == set()
     jsonl.write_text(json.dumps(line) + "\n")
