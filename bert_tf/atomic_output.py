@@ -25,6 +25,7 @@ import stat
 import tensorflow as tf
 
 from bert_tf.errors import InputError
+from bert_tf.file_io import is_remote
 
 # The nodes an output may not be: what the user reads, and why a file output is not written there.
 _REFUSED = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket", stat.S_IFBLK: "a block device"}
@@ -44,10 +45,6 @@ def partial_path(path):
     return f"{path}.partial-{os.getpid()}"
 
 
-def _local(path):
-    return "://" not in path
-
-
 def node_kind(path):
     """What `path` is now: "absent", "file", "directory", "character device", or for the nodes an output may not
     be, the words naming them. Symbolic links are followed, as a write would follow them.
@@ -57,7 +54,7 @@ def node_kind(path):
     ('character device', 'absent')
     """
     path = os.fspath(path)
-    if not _local(path):
+    if is_remote(path):
         if tf.io.gfile.isdir(path):
             return "directory"
         return "file" if tf.io.gfile.exists(path) else "absent"
@@ -91,7 +88,7 @@ def check_output_directory(directory):
     path for the output.
     """
     directory = os.fspath(directory)
-    if not _local(directory):
+    if is_remote(directory):
         return
     existing = os.path.abspath(directory)
     while node_kind(existing) == "absent" and os.path.dirname(existing) != existing:

@@ -16,6 +16,7 @@ from absl import logging
 from bert_tf.atomic_output import make_directories, write_text_atomically
 from bert_tf.config import BertConfig
 from bert_tf.errors import InputFileNotFoundError
+from bert_tf.file_io import is_remote
 from bert_tf.modeling.pretrainer import BertPretrainer
 
 CONFIG_FILE = "bert_config.json"
@@ -135,6 +136,6 @@ def load_encoder(model_dir, checkpoint=None, **kwargs):
 
 
 def _same_path(a, b):
-    if "://" in a or "://" in b:
+    if is_remote(a) or is_remote(b):
         return a.rstrip("/") == b.rstrip("/")
     return os.path.abspath(a) == os.path.abspath(b)

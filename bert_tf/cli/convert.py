@@ -37,7 +37,7 @@ def main(argv):
     source, target = FLAGS["from"].value, FLAGS.to
     if bool(source) == bool(target):
         raise InputError("Pass exactly one of --from (tf1, hf: into this package's format) and --to (hf, "
-                             "keras_hub: out of it).")
+                         "keras_hub: out of it).")
     if source:
         from bert_tf.conversion import convert_hf, convert_tf1
 

@@ -18,6 +18,7 @@ from absl import flags
 
 from bert_tf.cli import app
 from bert_tf.errors import InputError
+from bert_tf.file_io import is_remote
 
 FLAGS = flags.FLAGS
 
@@ -43,9 +44,9 @@ def check_inputs():
     """What needs no TensorFlow: the model directory and the batch."""
     import os
 
-    if not os.path.isdir(FLAGS.model_dir) and "://" not in FLAGS.model_dir:
+    if not is_remote(FLAGS.model_dir) and not os.path.isdir(FLAGS.model_dir):
         raise InputError(f"--model_dir {FLAGS.model_dir} does not exist or is not a directory: pass a directory "
-                             f"written by bert-pretrain or bert-convert.")
+                         f"written by bert-pretrain or bert-convert.")
     for name in ("eval_batch_size", "max_eval_steps"):
         if FLAGS[name].value is not None and FLAGS[name].value < 1:
             raise InputError(f"--{name}={FLAGS[name].value} must be a positive integer.")
@@ -53,7 +54,7 @@ def check_inputs():
     if output and os.path.basename(output) == "eval_results.txt" and os.path.samefile(
             os.path.dirname(os.path.abspath(output)), FLAGS.model_dir):
         raise InputError(f"--output_file {output} is the training run's own results: choose another path (the "
-                             f"default is <model_dir>/evaluations/<eval file name>.json).")
+                         f"default is <model_dir>/evaluations/<eval file name>.json).")
 
 
 def main(argv):

@@ -77,7 +77,7 @@ def main(argv):
 
     if bool(FLAGS.model_dir) == bool(FLAGS.keras_model):
         raise InputError("Pass exactly one of --model_dir (a checkpoint directory) and --keras_model "
-                             "(a fine-tuned .keras model).")
+                         "(a fine-tuned .keras model).")
     if FLAGS.keras_model:
         paths = export_keras_model(FLAGS.keras_model, FLAGS.labels_file, FLAGS.output_dir, FLAGS.version)
     else:

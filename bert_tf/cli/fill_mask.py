@@ -16,6 +16,7 @@ from absl import flags
 
 from bert_tf.cli import app
 from bert_tf.errors import InputError
+from bert_tf.file_io import is_remote
 
 FLAGS = flags.FLAGS
 
@@ -30,13 +31,13 @@ MASK = "[MASK]"
 
 def check_inputs():
     """What needs no TensorFlow: the folder exists, every text has a [MASK], top_k is positive."""
-    if not os.path.isdir(FLAGS.saved_model) and "://" not in FLAGS.saved_model:
+    if not is_remote(FLAGS.saved_model) and not os.path.isdir(FLAGS.saved_model):
         raise InputError(f"--saved_model {FLAGS.saved_model} does not exist or is not a directory: pass the "
-                             f"--output_dir of bert-export (it holds encoder_mlm/1 and preprocessing/1).")
+                         f"--output_dir of bert-export (it holds encoder_mlm/1 and preprocessing/1).")
     for text in FLAGS.text:
         if MASK not in text:
             raise InputError(f"--text={text!r} has no {MASK}: write {MASK} where the word to predict goes, e.g. "
-                                 f"--text=\"The capital of France is {MASK}.\"")
+                             f"--text=\"The capital of France is {MASK}.\"")
     if FLAGS.top_k < 1:
         raise InputError(f"--top_k={FLAGS.top_k} must be a positive integer.")
 

@@ -128,7 +128,7 @@ def main(argv):
     tokenizer = FullTokenizer(vocab_file, do_lower_case)
     if tokenizer.vocab_size != encoder.config.vocab_size:
         raise InputError(f"vocab_file {vocab_file} does not match the model's vocab_size="
-                             f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")
+                         f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")
     finetune_classifier(
         encoder, tokenizer, train, dev, recipe.output_dir,
         max_seq_length=recipe.max_seq_length, num_train_epochs=int(recipe.num_train_epochs),

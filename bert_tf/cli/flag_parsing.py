@@ -38,8 +38,8 @@ def parse_flags(program, argv, known_only=False):
         exit_with(program, EXIT_BAD_INPUT, _flag_error_message(error))
     if len(rest) > 1 and not known_only:
         exit_with(program, EXIT_BAD_INPUT,
-              f"unexpected arguments {rest[1:]}: every input is a flag (--name=value); quote globs so the shell "
-              f"does not expand them (--input_file='dir/*.txt') and join several with commas.")
+                  f"unexpected arguments {rest[1:]}: every input is a flag (--name=value); quote globs so the shell "
+                  f"does not expand them (--input_file='dir/*.txt') and join several with commas.")
     return rest
 
 

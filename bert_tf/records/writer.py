@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from bert_tf.atomic_output import AtomicFile, CommitOnSuccess
 from bert_tf.errors import InputError
+from bert_tf.file_io import is_remote
 
 _SHARD_PATTERN = re.compile(r"^(?P<path>.+)@(?P<count>\d+)$")
 
@@ -52,7 +53,7 @@ def check_outputs_spare_inputs(output_files, input_files, what="an input"):
     """
     def real(path):
         path = os.fspath(path)
-        return path if "://" in path else os.path.realpath(path)
+        return path if is_remote(path) else os.path.realpath(path)
 
     inputs = {real(path): os.fspath(path) for path in input_files}
     for output in output_files:
