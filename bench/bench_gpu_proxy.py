@@ -51,6 +51,7 @@ except ModuleNotFoundError:
                      "with CUDA is installed (the GPU machines).") from None
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from synthetic_batch import synthetic_batch as batch_arrays  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.accelerators.device_peaks import device_spec  # noqa: E402
 from bert_tf.accelerators.flops import training_flops_per_sequence  # noqa: E402
@@ -59,24 +60,9 @@ from bert_tf.modeling import BertPretrainer  # noqa: E402
 from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay  # noqa: E402
 
 
-# Dense bf16 peaks (TFLOP/s, without sparsity) by the start of jax's device_kind.
-def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
-    """[CLS] A [SEP] B [SEP] with random ids, no padding, sorted distinct predicted positions."""
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(999, config.vocab_size, (batch, seq_length))
-    half = seq_length // 2
-    ids[:, 0], ids[:, half - 1], ids[:, -1] = 101, 102, 102
-    candidates = np.array([p for p in range(1, seq_length - 1) if p != half - 1])
-    positions = np.sort(np.stack([rng.choice(candidates, num_predictions, replace=False) for _ in range(batch)]), 1)
-    features = {
-        "input_word_ids": ids, "input_mask": np.ones((batch, seq_length)),
-        "input_type_ids": (np.arange(seq_length)[None, :] >= half).repeat(batch, 0),
-        "masked_lm_positions": positions,
-        "masked_lm_ids": rng.integers(999, config.vocab_size, (batch, num_predictions)),
-        "masked_lm_weights": np.ones((batch, num_predictions)),
-        "next_sentence_labels": rng.integers(0, 2, (batch, 1)),
-    }
-    return {k: jnp.asarray(v, jnp.float32 if k == "masked_lm_weights" else jnp.int32) for k, v in features.items()}
+def synthetic_batch(config, batch, seq_length, num_predictions):
+    """The shared synthetic batch (bench/synthetic_batch.py) as jax arrays."""
+    return {k: jnp.asarray(v) for k, v in batch_arrays(config.vocab_size, batch, seq_length, num_predictions).items()}
 
 
 def make_train_step(model, optimizer):

@@ -35,6 +35,7 @@ import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
+from synthetic_batch import synthetic_batch as batch_arrays  # noqa: E402
 
 from bert_tf.accelerators.flops import training_flops_per_sequence  # noqa: E402
 from bert_tf.accelerators.peak_flops import measure_peak_flops  # noqa: E402
@@ -47,27 +48,11 @@ from bert_tf.training.trainer import Trainer  # noqa: E402
 # seq length -> (batch, predictions per sequence). 512 uses 80 predictions (NVIDIA's phase 2; the original README
 # suggests max_seq_length * masked_lm_prob = 77) and batch 8 so that a step takes about as long as one at 128.
 SHAPES = {128: (32, 20), 512: (8, 80)}
-FIRST_TOKEN_ID = 999  # above [PAD]/[UNK]/[CLS]/[SEP]/[MASK] and the unused ids of the uncased vocab
 
 
-def synthetic_batch(config, batch, seq_length, num_predictions, seed=0):
-    """A pre-training batch in the TFRecord layout: [CLS] A [SEP] B [SEP], no padding (packed sequences)."""
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(FIRST_TOKEN_ID, config.vocab_size, (batch, seq_length))
-    half = seq_length // 2
-    ids[:, 0], ids[:, half - 1], ids[:, -1] = 101, 102, 102
-    types = np.zeros((batch, seq_length))
-    types[:, half:] = 1
-    candidates = [p for p in range(1, seq_length - 1) if p != half - 1]
-    positions = np.sort(np.stack([rng.choice(candidates, num_predictions, replace=False) for _ in range(batch)]), 1)
-    features = {
-        "input_word_ids": ids, "input_mask": np.ones((batch, seq_length)), "input_type_ids": types,
-        "masked_lm_positions": positions,
-        "masked_lm_ids": rng.integers(FIRST_TOKEN_ID, config.vocab_size, (batch, num_predictions)),
-        "masked_lm_weights": np.ones((batch, num_predictions), np.float32),
-        "next_sentence_labels": rng.integers(0, 2, (batch, 1)),
-    }
-    return {k: tf.constant(v, tf.float32 if k == "masked_lm_weights" else tf.int32) for k, v in features.items()}
+def synthetic_batch(config, batch, seq_length, num_predictions):
+    """The shared synthetic batch (bench/synthetic_batch.py) as TensorFlow tensors."""
+    return {k: tf.constant(v) for k, v in batch_arrays(config.vocab_size, batch, seq_length, num_predictions).items()}
 
 
 def original_optimizer():

@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 import xla_step_format as fmt  # bench/ is the script's folder
+from synthetic_batch import synthetic_batch
 
-FIRST_TOKEN_ID = 999  # above [PAD]/[UNK]/[CLS]/[SEP]/[MASK] and the unused ids of the uncased vocab
 BATCH_SEED = 20261127
 PRESET_RECIPES = {"large": "bert_large_paper"}  # every other preset takes bert_base_paper's recipe
 
@@ -52,25 +52,6 @@ def parse_args(argv=None):
                         "its outputs is written for the runner to compare (a paper-batch step is too big for that).")
     parser.add_argument("--out", required=True, help="The folder to write (created; files in it are replaced).")
     return parser.parse_args(argv)
-
-
-def synthetic_batch(vocab_size, batch, seq, preds, seed=BATCH_SEED):
-    """A pre-training batch in the model's feature names: [CLS] A [SEP] B [SEP], no padding, `preds` sorted
-    distinct masked positions per sequence (numpy arrays, int32 except the float32 weights)."""
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(FIRST_TOKEN_ID, vocab_size, (batch, seq))
-    half = seq // 2
-    ids[:, 0], ids[:, half - 1], ids[:, -1] = 101, 102, 102
-    types = np.zeros((batch, seq))
-    types[:, half:] = 1
-    candidates = [p for p in range(1, seq - 1) if p != half - 1]
-    positions = np.sort(np.stack([rng.choice(candidates, preds, replace=False) for _ in range(batch)]), 1)
-    features = {"input_word_ids": ids, "input_mask": np.ones((batch, seq)), "input_type_ids": types,
-                "masked_lm_positions": positions,
-                "masked_lm_ids": rng.integers(FIRST_TOKEN_ID, vocab_size, (batch, preds)),
-                "masked_lm_weights": np.ones((batch, preds)),
-                "next_sentence_labels": rng.integers(0, 2, (batch, 1))}
-    return {k: v.astype(np.float32 if k == "masked_lm_weights" else np.int32) for k, v in features.items()}
 
 
 def weight_pattern(path, index):
@@ -118,7 +99,7 @@ def export_step(preset, precision, batch, seq, preds, out, micro_batch=None, che
     step_counter = recipe.num_warmup_steps // 2
     optimizer.iterations.assign(step_counter)
 
-    batch_values = synthetic_batch(config.vocab_size, batch, seq, preds)
+    batch_values = synthetic_batch(config.vocab_size, batch, seq, preds, seed=BATCH_SEED)
     features = {k: tf.constant(v) for k, v in batch_values.items()}
     step = trainer._step  # the replica step a run compiles with jit_compile_scope: step
     captured = step.get_concrete_function(features).captured_inputs
