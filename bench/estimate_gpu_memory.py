@@ -14,10 +14,8 @@ prints one JSON line as soon as it has compiled, and appends it to `--jsonl`. A 
 `--jsonl` is skipped, so a second call resumes. A paper-batch step compiles for the H100 in 1 to 4 minutes on 2 cores.
 
 The target description (bench/h100_sxm_target.txtpb) is a trimmed copy of XLA's own
-`xla/backends/gpu/target_config/h100_sxm.txtpb` (the `GpuTargetConfigProto` of an H100 80GB HBM3, SXM). The one
-`mhlo.copy` that jaxlib's HLO-to-StableHLO converter leaves in TensorFlow's step is refused by the compile-only
-client (it rejects MHLO ops; the loaded CPU and GPU clients accept it), so it is replaced with an identity
-`stablehlo.optimization_barrier` (the same values); any other MHLO op left stops the compile with its name.
+`xla/backends/gpu/target_config/h100_sxm.txtpb` (the `GpuTargetConfigProto` of an H100 80GB HBM3, SXM). The step is
+compiled as bench/stablehlo_program.py converts it (the one `mhlo.copy` replaced, as for the loaded GPU client).
 
 XLA:GPU rematerializes (recomputes activations instead of keeping them) when a step would not fit a limit derived
 from the target's memory, so a step compiled for the card can fit only by recomputing. `--memory_scale=2` compiles
@@ -36,6 +34,8 @@ import os
 import re
 import sys
 import time
+
+from stablehlo_program import stablehlo_bytecode
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 TARGET_FILE = os.path.join(BENCH, "h100_sxm_target.txtpb")
@@ -140,22 +140,16 @@ def done_names(jsonl):
 
 def compile_step(folder, devices, client):
     """Compiles one exported step for the target; returns (stats dict, seconds)."""
-    from jax._src.interpreters import mlir as jax_mlir
-    from jax._src.lib.mlir import ir
-    from jaxlib import _jax, xla_client
+    from jaxlib import xla_client
 
     with gzip.open(os.path.join(folder, "program.hlo.pb.gz")) as f:
         program = f.read()
     started = time.perf_counter()
-    bytecode = _jax.mlir.hlo_to_stablehlo(program)
-    with jax_mlir.make_ir_context():
-        text = ir.Module.parse(bytecode).operation.get_asm(print_generic_op_form=True)
-        text = text.replace('"mhlo.copy"(', '"stablehlo.optimization_barrier"(')
-        leftover = sorted(set(re.findall(r'"(mhlo\.[a-z_]+)"', text)))
-        if leftover:
-            raise RuntimeError(f"{folder}: mhlo ops the compile-only path may not lower: {leftover}")
-        module = ir.Module.parse(text)
-        executable = client.compile(module, xla_client.DeviceList(tuple(devices)), xla_client.CompileOptions())
+    try:
+        bytecode = stablehlo_bytecode(program)
+    except RuntimeError as error:
+        raise RuntimeError(f"{folder}: {error}") from error
+    executable = client.compile(bytecode, xla_client.DeviceList(tuple(devices)), xla_client.CompileOptions())
     seconds = time.perf_counter() - started
     stats = executable.get_compiled_memory_stats()
     return ({"argument_bytes": stats.argument_size_in_bytes, "temporary_bytes": stats.temp_size_in_bytes,

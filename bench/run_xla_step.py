@@ -24,6 +24,7 @@ import sys
 import time
 
 import numpy as np
+from stablehlo_program import stablehlo_bytecode
 from xla_step_format import CHECK_FILE, INPUTS_FILE, MANIFEST_FILE, PROGRAM_FILE, parameter_value, sample_indices
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,7 +122,7 @@ def run(step, platform, runs, perturb=False):
 
     jax.config.update("jax_enable_x64", True)  # the int64 step counter and dropout seed states
     from jax.extend.backend import get_backend
-    from jaxlib import _jax, xla_client
+    from jaxlib import xla_client
 
     backend = get_backend("cuda" if platform == "gpu" else "cpu")
     device = backend.local_devices()[0]
@@ -130,7 +131,7 @@ def run(step, platform, runs, perturb=False):
                "jaxlib": jax.__version__, "preset": manifest["preset"], "precision": manifest["precision"],
                "batch": manifest["batch"], "seq": manifest["seq"], "micro_batch": manifest["micro_batch"]}
     started = time.perf_counter()
-    stablehlo = _jax.mlir.hlo_to_stablehlo(step.program)
+    stablehlo = stablehlo_bytecode(step.program)
     try:
         executable = backend.compile_and_load(stablehlo, xla_client.DeviceList((device,)),
                                               xla_client.CompileOptions())
