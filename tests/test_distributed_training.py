@@ -43,9 +43,15 @@ def setup(tmp_path_factory):
                     "input_file": train}]}
     path = root / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    reference = str(root / "one_device")
-    run_pretraining(load_recipe(str(path)), reference, peak_tflops=1.0)
-    return {"root": root, "recipe": str(path), "reference": reference}
+    return {"root": root, "recipe": str(path)}
+
+
+@pytest.fixture(scope="module")
+def reference(setup):
+    """The model directory of the setup's recipe trained on one device, which the distributed runs must equal."""
+    model_dir = str(setup["root"] / "one_device")
+    run_pretraining(load_recipe(setup["recipe"]), model_dir, peak_tflops=1.0)
+    return model_dir
 
 
 # Trains `recipe` stopped at step 8 (its checkpoint cannot be written: a directory stands where its index file
@@ -89,7 +95,7 @@ def assert_same_weights(model_dir, reference):
 
 
 @pytest.mark.large
-def test_mirrored_two_logical_cpus_equals_one_device(setup):
+def test_mirrored_two_logical_cpus_equals_one_device(setup, reference):
     model_dir = str(setup["root"] / "mirrored")
     script = textwrap.dedent(f"""
         import tensorflow as tf
@@ -148,9 +154,9 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup):
     # Two replicas on one machine: one host, one pipeline.
     assert ("Input: 1 pipeline(s), one per host, over 1 worker process(es); this worker's: pipeline 0 on "
             "/job:localhost/replica:0/task:0/device:CPU:0 (replica(s) 0-1).") in done.stderr
-    assert_same_weights(model_dir, setup["reference"])
+    assert_same_weights(model_dir, reference)
     assert_stopped_and_resumed(done.stdout)
-    assert_same_weights(model_dir + "_resumed", setup["reference"])
+    assert_same_weights(model_dir + "_resumed", reference)
 
 
 def free_ports(count):
@@ -189,7 +195,7 @@ def wait_for(workers, log_dir, timeout=300):
 
 
 @pytest.mark.large
-def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
+def test_multi_worker_two_processes_equals_one_device(setup, tmp_path, reference):
     """Two worker processes train to the one-device weights. The chief alone saves the model and optimizer (a save
     by one worker does not hang the other); worker 1 saves its own iterator and RNG. A restart after worker 1 died
     while saving step 12 resumes both from step 8, the newest step both have (it refused: the workers' latest
@@ -202,7 +208,7 @@ def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
         assert worker.returncode == 0, stderr[-3000:]
     assert ("Input: 2 pipeline(s), one per host, over 2 worker process(es); this worker's: pipeline 1 on "
             "/job:worker/replica:0/task:1/device:CPU:0 (replica(s) 1)") in stderrs[1]
-    assert_same_weights(model_dir, setup["reference"])
+    assert_same_weights(model_dir, reference)
     # Each worker keeps its own checkpoints (its own input iterator); the model and optimizer only the chief.
     worker_dir = os.path.join(model_dir, "workers", "worker_1")
     keys = [{name.split("/")[0] for name, _ in tf.train.list_variables(os.path.join(d, "ckpt-12"))}
@@ -222,7 +228,7 @@ def test_multi_worker_two_processes_equals_one_device(setup, tmp_path):
     restarted = wait_for(start_workers(setup["recipe"], model_dir, log_dir, "--save_checkpoints_steps=4"), log_dir)
     assert "Resuming from step 8, the newest every worker has" in restarted[0], restarted[0][-3000:]
     assert all("(step 8)" in stderr and "step 12/12" in stderr for stderr in restarted), restarted[1][-3000:]
-    assert_same_weights(model_dir, setup["reference"])
+    assert_same_weights(model_dir, reference)
 
     # One process resumes a two-pipeline checkpoint: refused in one line, or the phase's input restarts.
     args = (f"--config={setup['recipe']}", f"--model_dir={model_dir}", "--num_train_steps=16", "--peak_tflops=1")
@@ -309,7 +315,7 @@ tf.distribute.Server(cluster, job_name="worker", task_index=int(sys.argv[2]),
 
 
 @pytest.mark.large
-def test_one_client_two_hosts_one_pipeline_per_host(setup):
+def test_one_client_two_hosts_one_pipeline_per_host(setup, reference):
     """Each host's iterator lives on its host's CPU and reads its own share of the records, and its batch is cut
     into its replicas' slices there; the run trains to the one-device weights, and a stop and resume from the
     checkpoint (every host's iterator in it) changes nothing."""
@@ -360,7 +366,7 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup):
     keys = {name for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(model_dir))}
     assert {"iterator_host_0/.ATTRIBUTES/ITERATOR_STATE", "iterator_host_1/.ATTRIBUTES/ITERATOR_STATE"} <= keys
     assert not any(key.startswith("iterator/") for key in keys)
-    assert_same_weights(model_dir, setup["reference"])
+    assert_same_weights(model_dir, reference)
 
 
 def test_sigterm_to_one_of_two_workers_stops_both_at_one_step_and_resumes_exactly(setup, tmp_path):
