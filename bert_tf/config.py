@@ -1,13 +1,13 @@
-"""`BertConfig`: the fields of the original `bert_config.json`, validated at construction."""
+"""`BertConfig`: the fields of the original `bert_config.json`, checked at construction by the config schema."""
 
 import dataclasses
 import json
-import math
 import os
 from importlib import resources
 
 from absl import logging
 
+from bert_tf.config_schema import Section
 from bert_tf.errors import InputError
 
 # Activation names are explicit because "gelu" meant different things to different codebases: the original
@@ -18,6 +18,9 @@ ACTIVATIONS = ("gelu", "gelu_tanh", "relu", "tanh", "linear")
 GELU_APPROXIMATION = "gelu_approximation"
 _GELU_BY_APPROXIMATION = {"tanh": "gelu_tanh", "none": "gelu"}
 PRESETS = ("tiny", "mini", "small", "medium", "base", "large")
+POSITION_EMBEDDINGS = ("learned", "sinusoidal")
+_POSITIVE_INTEGERS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                      "max_position_embeddings", "type_vocab_size")
 
 
 def configs_dir():
@@ -32,8 +35,9 @@ def configs_dir():
 
 
 @dataclasses.dataclass(frozen=True)
-class BertConfig:
-    """Hyper-parameters of a BERT encoder, with the names of the original `bert_config.json`.
+class BertConfig(Section):
+    """Hyper-parameters of a BERT encoder, with the names of the original `bert_config.json`; a `Section` of the
+    config schema, so its values are checked when it is built and errors name the field, the value and the fix.
 
     Args:
         vocab_size: WordPiece vocabulary size (30522 for the released uncased models).
@@ -58,8 +62,8 @@ class BertConfig:
     >>> BertConfig(hidden_size=100, num_attention_heads=3)
     Traceback (most recent call last):
     ...
-    bert_tf.errors.InputError: hidden_size=100 is not divisible by num_attention_heads=3: choose a head count that
-    divides it.
+    bert_tf.config_schema.ConfigError: hidden_size=100 is not divisible by num_attention_heads=3: choose a head count \
+that divides it.
     """
 
     vocab_size: int = 30522
@@ -77,51 +81,23 @@ class BertConfig:
     position_embedding_type: str = "learned"
     pre_layer_norm: bool = False
 
-    def __post_init__(self):
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise InputError(f"{name}={value!r} must be a positive integer.")
-        if self.hidden_size % self.num_attention_heads:
-            raise InputError(
-                f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
-                f"{self.num_attention_heads}: choose a head count that divides it.")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise InputError(f"{name}={value!r} must be a finite number: write it without quotes, e.g. "
-                                 f"{getattr(BertConfig, name)!r}.")
-        if not isinstance(self.pre_layer_norm, bool):
-            raise InputError(f"pre_layer_norm={self.pre_layer_norm!r} must be true or false.")
-        if self.hidden_act not in ACTIVATIONS:
-            raise InputError(f"hidden_act={self.hidden_act!r} is unknown: use one of {', '.join(ACTIVATIONS)}.")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise InputError(f"{name}={value!r} must be in [0, 1).")
-        for name in ("initializer_range", "layer_norm_eps"):
-            if getattr(self, name) <= 0:
-                raise InputError(f"{name}={getattr(self, name)!r} must be positive.")
-        if self.position_embedding_type not in ("learned", "sinusoidal"):
-            raise InputError(f"position_embedding_type={self.position_embedding_type!r} must be "
-                             "'learned' or 'sinusoidal'.")
+    def _rules(self):
+        positive = "must be a positive integer"
+        heads = self.num_attention_heads
+        return (*((name, getattr(self, name) > 0, positive) for name in _POSITIVE_INTEGERS),
+                ("hidden_size", heads <= 0 or self.hidden_size % heads == 0,
+                 f"is not divisible by num_attention_heads={heads}: choose a head count that divides it"),
+                ("hidden_act", self.hidden_act in ACTIVATIONS, f"must be one of {', '.join(ACTIVATIONS)}"),
+                ("hidden_dropout_prob", 0.0 <= self.hidden_dropout_prob < 1.0, "must be in [0, 1)"),
+                ("attention_probs_dropout_prob", 0.0 <= self.attention_probs_dropout_prob < 1.0, "must be in [0, 1)"),
+                ("initializer_range", self.initializer_range > 0, "must be positive"),
+                ("layer_norm_eps", self.layer_norm_eps > 0, "must be positive"),
+                ("position_embedding_type", self.position_embedding_type in POSITION_EMBEDDINGS,
+                 f"must be one of {', '.join(POSITION_EMBEDDINGS)}"))
 
     @property
     def head_size(self):
         return self.hidden_size // self.num_attention_heads
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values):
-        """Builds a config from a dict in this package's naming; unknown keys are an error."""
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - fields)
-        if unknown:
-            raise InputError(f"Unknown BertConfig field(s) {unknown}: known fields are {sorted(fields)}.")
-        return cls(**values)
 
     def to_json_dict(self):
         """The fields as a `bert_config.json` holds them: the original's names and values, so the original
@@ -166,7 +142,7 @@ class BertConfig:
         ignored = sorted(set(values) - fields)
         if ignored:
             logging.info("Ignoring %s keys %s", source, ignored)
-        return cls(**{k: v for k, v in values.items() if k in fields})
+        return cls.from_dict({k: v for k, v in values.items() if k in fields}, source)
 
     def to_json_string(self):
         return json.dumps(self.to_json_dict(), indent=2, sort_keys=True) + "\n"
@@ -204,7 +180,12 @@ class BertConfig:
         if name not in PRESETS:
             raise InputError(f"Unknown preset {name!r}: use one of {', '.join(PRESETS)}.")
         config = cls.from_json_file(os.path.join(configs_dir(), "model", f"{name}.json"))
-        return dataclasses.replace(config, **overrides) if overrides else config
+        return config.replace(**overrides) if overrides else config
 
-    def replace(self, **overrides):
-        return dataclasses.replace(self, **overrides)
+    def replace(self, **fields):
+        """A copy with `fields` replaced, checked as a new config is (`override` takes paths and `--set` strings).
+
+        >>> BertConfig.preset("tiny").replace(hidden_dropout_prob=0.0).hidden_dropout_prob
+        0.0
+        """
+        return dataclasses.replace(self, **fields)

@@ -1,5 +1,5 @@
-"""The one schema machinery every configuration file and options object uses: the pre-training recipe
-(`training/recipe.py`), the data-creation options (`instances/options.py`), the platforms file
+"""The one schema machinery every configuration uses: the model's `BertConfig` (`config.py`), the pre-training
+recipe (`training/recipe.py`), the data-creation options (`instances/options.py`), the platforms file
 (`training/platforms.py`) and the fine-tuning recipe (`finetuning/recipe.py`).
 
 A configuration is a frozen dataclass that derives from `Section`:
@@ -7,8 +7,14 @@ A configuration is a frozen dataclass that derives from `Section`:
   tuple of nested sections (`Tuple[Item, ...]`, a YAML list of mappings), optionally None) and are checked when it
   is built; a number written as a string is named as such;
 - its ranges and choices are its `_rules()`, checked after the types;
-- `Section.from_dict(values, where)` builds one from a mapping (YAML), refusing unknown and missing keys;
-- `read_yaml(text, where)` reads YAML with 1.2's numbers (`1e-4` is a number), and `parse_value` reads a `--set` value.
+- `Section.from_dict(values, where)` builds one from a mapping (YAML), refusing unknown and missing keys, and
+  `to_dict()` gives the mapping back;
+- `Section.override(settings)` is the one way to change one: by path (`optimizer.beta_1`, `phases.1.max_seq_length`,
+  `phases.input_file` for every phase), a string value read as YAML (`parse_value`), as `--set PATH=VALUE` and a
+  command's flags give them;
+- `field_option(default, help, flag=..., choices=...)` marks a field as a command-line flag (`config_flags` lists
+  them; `bert_tf.cli.config_flags` defines them);
+- `read_yaml(text, where)` reads YAML with 1.2's numbers (`1e-4` is a number); `bert_tf.config_loading` reads files.
 
 Every error is a `ConfigError` (an `InputError`, so a command exits 2) with one line in one format:
 `WHERE: FIELD=VALUE must be ...` for a wrong value and `WHERE: unknown field(s) [...]; known fields are [...]` for a
@@ -32,6 +38,7 @@ bert_tf.config_schema.ConfigError: shape.yaml: width='3' must be an integer: wri
 """
 
 import dataclasses
+import difflib
 import math
 import re
 import typing
@@ -107,13 +114,9 @@ def check_field_types(spec, prefix="", error=ConfigError):
     """Raises `error` naming the first field of the dataclass `spec` whose value is not of its annotated type."""
     hints = typing.get_type_hints(type(spec))
     for field in dataclasses.fields(spec):
-        value, kind = getattr(spec, field.name), hints[field.name]
-        optional = type(None) in typing.get_args(kind)
-        if optional:
-            if value is None:
-                continue
-            kind = next(a for a in typing.get_args(kind) if a is not type(None))
-        check_value_type(f"{prefix}{field.name}", value, kind, error, optional)
+        value, (kind, optional) = getattr(spec, field.name), _plain_kind(hints[field.name])
+        if not (optional and value is None):
+            check_value_type(f"{prefix}{field.name}", value, kind, error, optional)
 
 
 def check_keys(values, cls, where, required=(), error=ConfigError):
@@ -128,10 +131,64 @@ def check_keys(values, cls, where, required=(), error=ConfigError):
         raise error(f"{where}: missing field(s) {missing}.")
 
 
+def field_option(default=dataclasses.MISSING, help=None, *, flag=None, choices=None, fields_of=None, **kwargs):
+    """A dataclass field with what the schema and the command line read from it: `help` makes it a flag of a
+    command that has this configuration (named `flag`, else the field's name; an enum of `choices`), `fields_of`
+    (a `Section` class) makes a `dict` field hold some of that section's fields, written beside this section's own
+    in its mapping (a recipe's `model: {preset: base, hidden_dropout_prob: 0}`).
+
+    >>> dataclasses.field(default=1).metadata == {}, field_option(1, "Steps.").metadata["help"]
+    (True, 'Steps.')
+    """
+    metadata = {key: value for key, value in (("help", help), ("flag", flag), ("choices", choices),
+                                              ("fields_of", fields_of)) if value is not None}
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+def _plain_kind(kind):
+    """`kind` without `Optional`, and whether it was optional."""
+    args = typing.get_args(kind)
+    if type(None) in args:
+        return next(a for a in args if a is not type(None)), True
+    return kind, False
+
+
+def _fields_of_field(cls):
+    """The field of `cls` that holds some fields of another section (`field_option(fields_of=...)`), else None."""
+    return next((f for f in dataclasses.fields(cls) if "fields_of" in f.metadata), None)
+
+
+def _check_fields_of(owner, field, prefix):
+    """The checks of the `fields_of` mapping `field` of the section `owner`: its keys are fields of that section,
+    each of that field's type."""
+    values, section, error = getattr(owner, field.name), field.metadata["fields_of"], owner.ERROR
+    if not isinstance(values, dict):
+        raise error(f"{prefix}{field.name}={values!r} must be a mapping of {section.__name__} fields.")
+    hints = typing.get_type_hints(section)
+    unknown = sorted(set(values) - set(hints))
+    if unknown:
+        where = f"{prefix.rstrip('.')}: " if prefix else ""
+        raise error(f"{where}unknown field(s) {unknown}; known fields are {sorted(_path_names(type(owner)))}.")
+    for key, value in values.items():
+        check_value_type(f"{prefix}{key}", value, hints[key], error)
+
+
 class Section:
     """A frozen dataclass configuration that checks itself when built: field types from the annotations, then its
-    `_rules()`, each `(field, ok, rule)`; `SECTION` prefixes its fields' names in errors ("optimizer.beta_1").
-    `ERROR` is the `ConfigError` subclass it raises."""
+    `_rules()`, each `(field, ok, rule)`; `SECTION` prefixes its fields' names in errors ("optimizer.beta_1"; the
+    items of a list, "phases[1].num_steps"). `ERROR` is the `ConfigError` subclass it raises.
+
+    Its mapping (`to_dict`, `from_dict`) is what its YAML file holds, and `override` replaces fields by path.
+
+    Example:
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Steps(Section):
+    ...     steps: int = 10
+    ...     def _rules(self):
+    ...         return (("steps", self.steps > 0, "must be positive"),)
+    >>> Steps().override({"steps": "20"}).to_dict()
+    {'steps': 20}
+    """
 
     SECTION = ""
     ERROR = ConfigError
@@ -139,34 +196,43 @@ class Section:
     def __post_init__(self):
         prefix = f"{self.SECTION}." if self.SECTION else ""
         check_field_types(self, prefix, self.ERROR)
+        for field in dataclasses.fields(self):
+            if "fields_of" in field.metadata:
+                _check_fields_of(self, field, prefix)
         for field, ok, rule in self._rules():
             if not ok:
-                raise self.ERROR(f"{prefix}{field}={getattr(self, field)!r} {rule}.")
+                raise self.ERROR(f"{prefix}{field}={_value_at(self, field)!r} {rule}.")
 
     def _rules(self):
         return ()
 
     @classmethod
-    def from_dict(cls, values, where):
+    def from_dict(cls, values, where=None):
         """Builds the section from a mapping, its nested sections from nested mappings, a tuple of sections from a
-        list of mappings (item i's errors start with `where: field[i]`) and lists of strings as tuples; unknown or
-        missing keys and wrong values are one-line errors that start with `where` (the file or the object the
-        mapping came from)."""
+        list of mappings (item i's errors start with `where: field[i]`, or name it `field[i].` when the item class
+        has a `SECTION`) and lists of strings as tuples; unknown or missing keys and wrong values are one-line
+        errors that start with `where` (the file or the object the mapping came from; the class's name if None)."""
+        where = where or cls.__name__
         keys_where = f"{where}: {cls.SECTION}" if cls.SECTION else where
         if not isinstance(values, dict):
             raise cls.ERROR(f"{keys_where} must be a mapping of fields, got {values!r}.")
+        values = dict(values)
+        spread = _fields_of_field(cls)
+        if spread is not None:  # the other keys are fields of the `fields_of` section
+            own = {f.name for f in dataclasses.fields(cls)} - {spread.name}
+            values = {**{k: v for k, v in values.items() if k in own},
+                      spread.name: {k: v for k, v in values.items() if k not in own}}
         hints = typing.get_type_hints(cls)
         required = [f.name for f in dataclasses.fields(cls)
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         check_keys(values, cls, keys_where, required, cls.ERROR)
-        values = dict(values)
         for name, value in values.items():
             kind = hints[name]
             item = next(filter(None, map(section_items, (kind, *typing.get_args(kind)))), None)
-            if isinstance(kind, type) and issubclass(kind, Section) and isinstance(value, dict):
+            if isinstance(kind, type) and issubclass(kind, Section) and not isinstance(value, kind):
                 values[name] = kind.from_dict(value, where)
             elif item is not None and isinstance(value, (list, tuple)):
-                values[name] = tuple(v if isinstance(v, item) else item.from_dict(v, f"{keys_where}: {name}[{i}]")
+                values[name] = tuple(v if isinstance(v, item) else _item_from_dict(item, v, keys_where, name, i)
                                      for i, v in enumerate(value))
             elif typing.Tuple[str, ...] in (kind, *typing.get_args(kind)) and isinstance(value, list):
                 values[name] = tuple(value)
@@ -175,6 +241,218 @@ class Section:
         except cls.ERROR as e:
             message = str(e)
             raise cls.ERROR(message if message.startswith(f"{where}:") else f"{where}: {message}") from None
+
+    def to_dict(self):
+        """The mapping `from_dict` reads back (and a YAML file holds): nested sections and lists of sections as
+        mappings and lists of mappings, tuples as lists, a `fields_of` mapping's fields beside the section's own."""
+        values = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, Section):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = [v.to_dict() if isinstance(v, Section) else v for v in value]
+            elif isinstance(value, dict):
+                value = dict(value)
+            if "fields_of" in field.metadata:
+                values.update(value)
+            else:
+                values[field.name] = value
+        return values
+
+    def override(self, settings, where=None, flags=None):
+        """A copy with fields replaced by path: "learning_rate", a nested section's "optimizer.beta_1", a field of
+        every item of a list "phases.input_file" (a list with one value per item, or one value for a one-item
+        list), one item's "phases.1.max_seq_length". A string value for a field that is not a string (from
+        `--set path=value`) is read as YAML. `flags` maps a path to the flag that gave it, for errors to name.
+        Errors start with `where` (default: `_override_where()`); a mistyped path in a section says which of its
+        fields was meant.
+
+        Then `_overridden(values, paths)` applies what setting a field implies (a subclass's rules, e.g. the phases
+        rescaled to a new total) and the result is checked as a file would be.
+        """
+        where = where or self._override_where()
+        values = self.to_dict()
+        for path, value in settings.items():
+            assignment = _Assignment(path, type(self), where, (flags or {}).get(path), self.ERROR)
+            _set_path(type(self), values, path.split("."), value, assignment)
+        return type(self).from_dict(self._overridden(values, set(settings)), where)
+
+    def _override_where(self):
+        """How errors of `override` name this configuration."""
+        return type(self).__name__
+
+    def _overridden(self, values, paths):
+        """`values` (the overridden mapping) after what setting `paths` implies; none by default."""
+        return values
+
+
+class ConfigFlag(typing.NamedTuple):
+    """A command-line flag that sets one field of a configuration (a field with a `help`, see `field_option`).
+
+    Attributes:
+        name: the flag's name.
+        path: the field's `override` path ("learning_rate", "optimizer.name", "phases.input_file").
+        kind: the field's plain type (str, int, float or bool).
+        per_item: whether the field is one of each item of a list (a phase's), so the flag is given once per item.
+        help, choices, default: the flag's help, its enum values (or None) and the field's default.
+    """
+
+    name: str
+    path: str
+    kind: type
+    per_item: bool
+    help: str
+    choices: typing.Optional[tuple]
+    default: object
+
+
+def config_flags(cls, prefix="", per_item=False):
+    """The `ConfigFlag`s of the fields of `cls`, its nested sections and its list items, in field order.
+
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Steps(Section):
+    ...     steps: int = field_option(10, "Steps to train.", flag="num_steps")
+    >>> [(f.name, f.path, f.kind.__name__, f.default) for f in config_flags(Steps)]
+    [('num_steps', 'steps', 'int', 10)]
+    """
+    flags = []
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        kind, _ = _plain_kind(hints[field.name])
+        path = f"{prefix}{field.name}"
+        if "help" in field.metadata:
+            flags.append(ConfigFlag(field.metadata.get("flag", field.name), path, kind, per_item,
+                                    field.metadata["help"], field.metadata.get("choices"), field.default))
+        elif isinstance(kind, type) and issubclass(kind, Section):
+            flags += config_flags(kind, f"{path}.", per_item)
+        elif section_items(kind) is not None:
+            flags += config_flags(section_items(kind), f"{path}.", True)
+    return flags
+
+
+def _value_at(section, path):
+    """The value of a rule's field, which may name an item of a list: "num_steps", "phases[1].name"."""
+    value = section
+    for name, index in re.findall(r"(\w+)(?:\[(\d+)\])?", path):
+        value = getattr(value, name)
+        if index:
+            value = value[int(index)]
+    return value
+
+
+def _item_from_dict(item, values, where, name, index):
+    """Item `index` of the list field `name`: named `name[index]` after `where`, as `name[index].field` in errors
+    about its fields when its class has a `SECTION`."""
+    if not item.SECTION:
+        return item.from_dict(values, f"{where}: {name}[{index}]")
+    try:
+        return item.from_dict(values, where)
+    except item.ERROR as e:
+        message, section = str(e), f"{where}: {item.SECTION}"
+        if message.startswith(section):  # the item's own section name, with its position
+            message = f"{section}[{index}]{message[len(section):]}"
+        raise item.ERROR(message) from None
+
+
+class _Assignment(typing.NamedTuple):
+    """One `override` setting: its path, the class overridden, where errors start, the flag that gave it (None:
+    --set) and the error class."""
+
+    path: str
+    root: type
+    where: str
+    flag: typing.Optional[str]
+    error: type
+
+
+def _set_path(cls, values, parts, value, assignment):
+    """Sets the field `parts` names in `values`, the mapping of a `cls`."""
+    hints = typing.get_type_hints(cls)
+    name, rest = parts[0], parts[1:]
+    spread = _fields_of_field(cls)
+    if spread is not None and name in _path_names(cls) - set(hints) and not rest:  # a `fields_of` mapping's field
+        values[name] = _parsed(value, typing.get_type_hints(spread.metadata["fields_of"])[name], assignment)
+        return
+    if name not in hints or (spread is not None and name == spread.name):
+        _unknown_path(cls, name, assignment)
+    kind = hints[name]
+    plain, _ = _plain_kind(kind)
+    item = section_items(plain)
+    if not rest:
+        values[name] = _parsed(value, kind, assignment)
+    elif isinstance(plain, type) and issubclass(plain, Section):
+        _set_path(plain, values[name], rest, value, assignment)
+    elif item is not None and rest[0].isdigit():
+        items = values[name]
+        if int(rest[0]) >= len(items):
+            raise assignment.error(f"{assignment.path}: {assignment.where} has {len(items)} {name}.")
+        _set_path(item, items[int(rest[0])], rest[1:], value, assignment)
+    elif item is not None:
+        _set_every_item(item, values[name], name, rest, value, assignment)
+    else:
+        _unknown_path(cls, ".".join(parts), assignment)
+
+
+def _set_every_item(item, items, name, parts, value, assignment):
+    """Sets field `parts` of every item of the list `name`: `value` holds one value per item (a list; a list
+    field's lists), or one value for a one-item list."""
+    if parts[0] not in typing.get_type_hints(item):
+        _unknown_path(item, parts[0], assignment)
+    kind = typing.get_type_hints(item)[parts[0]]
+    value = _parsed(value, kind, assignment)
+    lists = section_items(kind) is not None
+    one_value = not isinstance(value, (list, tuple)) or (
+        lists and not (value and all(isinstance(v, (list, tuple)) for v in value)))
+    per_item = [value] if one_value else list(value)
+    if len(per_item) != len(items):
+        labels = ", ".join(str(i.get("name", n)) for n, i in enumerate(items))
+        one = name[:-1] if name.endswith("s") else name
+        if assignment.flag:
+            given, fix = f"{assignment.flag} was given {len(per_item)} time(s)", f"give it once per {one}, in order"
+        else:
+            given = f"--set {assignment.path}= gave {len(per_item)} {'list(s)' if lists else 'value(s)'}"
+            fix = (f"give a list of {'lists' if lists else 'values'}, one per {one}, in order, or set one {one}'s "
+                   f"with --set {name}.N.{parts[0]}=")
+        raise assignment.error(f"{given} but {assignment.where} has {len(items)} {name} ({labels}): {fix}.")
+    for one_item, v in zip(items, per_item):
+        _set_path(item, one_item, parts, v, assignment._replace(flag=None))
+
+
+def _parsed(value, kind, assignment):
+    """A string value read as YAML unless the field (of type `kind`) is a string."""
+    if isinstance(value, str) and _plain_kind(kind)[0] is not str:
+        return parse_value(value, assignment.path, assignment.error)
+    return value
+
+
+def _unknown_path(cls, name, assignment):
+    """Raises the error of a path whose part `name` names no field of `cls`: at the top, the unknown-key error a
+    file gets; inside a section or a list's items, the error names the fields that are close to `name`."""
+    names = _path_names(cls)
+    if cls is assignment.root:
+        raise assignment.error(f"{assignment.where}: unknown field(s) {[name]}; known fields are {sorted(names)}.")
+    inside = assignment.path[:assignment.path.rindex(name)]
+    meant = difflib.get_close_matches(name, names, n=2)
+    hint = (f"did you mean {' or '.join(repr(inside + m) for m in meant)}?" if meant
+            else f"its fields are {', '.join(sorted(names))}.")
+    raise assignment.error(f"Unknown override {assignment.path!r}: use a {_human_name(assignment.root)} field as "
+                           f"FIELD, SECTION.FIELD, LIST.FIELD (every item) or LIST.N.FIELD; {inside.rstrip('.')} has "
+                           f"no field {name!r}: {hint}")
+
+
+def _human_name(cls):
+    """"finetuning recipe" for `FinetuningRecipe`."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()
+
+
+def _path_names(cls):
+    """The names a path may use inside a `cls`: its fields, with a `fields_of` mapping's fields instead of it."""
+    spread = _fields_of_field(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    if spread is not None:
+        names = (names - {spread.name}) | {f.name for f in dataclasses.fields(spread.metadata["fields_of"])}
+    return names
 
 
 class YamlLoader(yaml.SafeLoader):

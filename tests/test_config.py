@@ -92,11 +92,12 @@ def test_preset_files_are_read_by_the_original_as_the_tanh_gelu():
     ({"hidden_size": 100, "num_attention_heads": 3}, "hidden_size=100 is not divisible by num_attention_heads=3"),
     ({"hidden_size": 0}, "hidden_size=0 must be a positive integer"),
     ({"num_hidden_layers": -1}, "num_hidden_layers=-1 must be a positive integer"),
-    ({"vocab_size": 2.5}, "vocab_size=2.5 must be a positive integer"),
-    ({"hidden_act": "swish2"}, "hidden_act='swish2' is unknown"),
+    ({"vocab_size": 2.5}, "vocab_size=2.5 must be an integer."),
+    ({"hidden_act": "swish2"}, "hidden_act='swish2' must be one of gelu, gelu_tanh, relu, tanh, linear."),
     ({"hidden_dropout_prob": 1.0}, "hidden_dropout_prob=1.0 must be in [0, 1)"),
     ({"layer_norm_eps": 0.0}, "layer_norm_eps=0.0 must be positive"),
-    ({"layer_norm_eps": "tiny"}, "layer_norm_eps='tiny' must be a finite number: write it without quotes, e.g. 1e-12"),
+    ({"layer_norm_eps": "tiny"}, "layer_norm_eps='tiny' must be a finite number."),
+    ({"layer_norm_eps": "1e-7"}, "layer_norm_eps='1e-7' must be a finite number: write it without quotes"),
     ({"hidden_dropout_prob": float("nan")}, "hidden_dropout_prob=nan must be a finite number"),
     ({"pre_layer_norm": "yes"}, "pre_layer_norm='yes' must be true or false"),
 ])
@@ -114,5 +115,6 @@ def test_unknown_preset_and_unreadable_file_give_clear_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="is not valid JSON"):
         BertConfig.from_json_file(str(bad))
-    with pytest.raises(ValueError, match=r"Unknown BertConfig field\(s\) \['hiden_size'\]"):
+    with pytest.raises(ValueError, match=r"^BertConfig: unknown field\(s\) \['hiden_size'\]; known fields are "
+                                         r"\[.*'hidden_size'"):
         BertConfig.from_dict({"hiden_size": 8})

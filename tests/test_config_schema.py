@@ -2,16 +2,21 @@
 same one-line error format whichever file or options object they are in."""
 
 import dataclasses
+import os
+import re
 import typing
 
 import pytest
+import yaml
 
+from bert_tf.config import BertConfig
 from bert_tf.config_schema import ConfigError, Section, parse_assignments
 from bert_tf.errors import InputError
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.training.platforms import load_platforms
 from bert_tf.training.recipe import load_recipe
+from helpers import REPO
 
 UNKNOWN = r"^{where}: unknown field\(s\) \['{key}'\]; known fields are \[.*'{known}'.*\]\.$"
 WRONG_TYPE = r"^{where}: {field}='{value}' must be {kind}: write it without quotes \({key}: {value}\)\.$"
@@ -133,3 +138,90 @@ def test_set_assignments():
         "learning_rate": "5e-5", "phases.1.max_seq_length": "256"}
     with pytest.raises(ConfigError, match=r"--set='learning_rate' must be FIELD=VALUE, e.g. --set=learning_rate"):
         parse_assignments(["learning_rate"])
+
+
+BEFORE = os.path.join(REPO, "tests", "fixtures", "configs_before_issue_29")
+
+
+def test_a_model_dirs_recipe_yaml_written_before_loads_and_writes_back_its_values():
+    path = os.path.join(BEFORE, "recipe.yaml")
+    recipe = load_recipe(path)
+    assert (recipe.learning_rate, recipe.train_batch_size, recipe.optimizer.beta_2) == (5e-5, 64, 0.98)
+    assert recipe.model.overrides["hidden_dropout_prob"] == 0.0 and recipe.model.preset == "base"
+    assert recipe.phases[0].input_sets == (("domain-*.tfrecord", 0.95), ("general-*.tfrecord", 0.05))
+    with open(path, encoding="utf-8") as f:
+        written = yaml.safe_load(f)
+    # Every value the file holds is written back as it was, in its order (fields added since come with defaults).
+    assert holds(yaml.safe_load(yaml.safe_dump(recipe.to_dict(), sort_keys=False)), written)
+
+
+def holds(now, before):
+    """Whether the mapping (or list) `now` holds every key of `before` with the same value, in the same order."""
+    if isinstance(before, dict):
+        keys = [key for key in now if key in before]
+        return keys == list(before) and all(holds(now[key], before[key]) for key in before)
+    if isinstance(before, list):
+        return len(now) == len(before) and all(holds(a, b) for a, b in zip(now, before))
+    return now == before
+
+
+def test_a_recipe_of_the_first_releases_loads_with_todays_defaults_for_the_fields_added_since():
+    recipe = load_recipe(os.path.join(BEFORE, "recipe_early.yaml"))
+    assert (recipe.optimizer.name, recipe.learning_rate, recipe.mixed_precision, recipe.jit_compile) == (
+        "lamb", 1e-4, "mixed_bfloat16", True)
+    assert recipe.model.preset == "mini" and recipe.model.overrides == {"hidden_dropout_prob": 0.05}
+    assert [(p.num_steps, p.train_batch_size, p.max_micro_batch_size) for p in recipe.phases] == [
+        (80, None, 16), (40, 16, None)]
+    assert recipe.dynamic_masking.do_whole_word_mask and recipe.eval.input_file == "heldout.tfrecord"
+    assert (recipe.jit_compile_scope, recipe.all_reduce_dtype, recipe.async_checkpoints) == (
+        "gradients", "float32", False)
+    assert recipe.phases[0].mixed_inputs == () and recipe.max_seconds_per_loop == 5.0
+
+
+def test_a_finetuning_config_and_a_platforms_file_written_before_load():
+    recipe = load_finetuning_recipe(os.path.join(BEFORE, "finetune.yaml"))
+    assert (recipe.text_b_column, recipe.learning_rate, recipe.num_train_epochs) == ("#2 String", 2e-5, 3)
+    platforms = load_platforms(os.path.join(BEFORE, "platforms.yaml"))
+    assert platforms["gpu80"].max_micro_batch_size("base", 512) == 32 and platforms["cpu"].device is None
+    assert platforms["gpu80"].memory_source is None and platforms["gpu80"].jit_compile_scope == "step"
+
+
+def test_bert_config_json_files_written_before_read_and_write_as_they_did():
+    # This package's file (the exact GELU, so gelu_approximation says "none"): read, and written back byte for byte.
+    path = os.path.join(BEFORE, "bert_config.json")
+    config = BertConfig.from_json_file(path)
+    assert config == BertConfig.preset("tiny", vocab_size=64, hidden_act="gelu")
+    with open(path, encoding="utf-8") as f:
+        assert config.to_json_string() == f.read()
+    # A Google release (multilingual cased): "gelu" is the tanh form, the pooler keys are ignored.
+    original = BertConfig.from_json_file(os.path.join(BEFORE, "original_bert_config.json"))
+    assert (original.hidden_act, original.vocab_size, original.hidden_size) == ("gelu_tanh", 119547, 768)
+    assert original.to_json_dict()["hidden_act"] == "gelu" and original.to_json_dict()["gelu_approximation"] == "tanh"
+
+
+@pytest.mark.parametrize("path, meant", [
+    ("optimizer.beta1", "'optimizer.beta_1' or 'optimizer.beta_2'"),
+    ("model.hidden_sise", "'model.hidden_size' or 'model.hidden_act'"),
+    ("phases.max_seq_lenght", "'phases.max_seq_length'"),
+    ("phases.1.max_seq_lenght", "'phases.1.max_seq_length'"),
+    ("eval.eval_batch", "'eval.eval_batch_size'"),
+])
+def test_a_mistyped_path_says_which_field_of_its_section_was_meant(path, meant):
+    section = path.rsplit(".", 1)[0]
+    with pytest.raises(ConfigError, match=rf"^Unknown override '{re.escape(path)}': use a recipe field .*; "
+                                          rf"{re.escape(section)} has no field '{path.rsplit('.', 1)[1]}': "
+                                          rf"did you mean {re.escape(meant)}\?$"):
+        load_recipe("bert_base_paper").override({path: "1"})
+
+
+def test_one_override_for_every_configuration():
+    """The schema's `override` sets a `BertConfig`, the fine-tuning recipe and the pre-training recipe alike: string
+    values read as YAML, a nested section's field, every phase's or one phase's field."""
+    assert BertConfig.preset("tiny").override({"hidden_size": "64", "num_attention_heads": 4}).head_size == 16
+    with pytest.raises(ConfigError, match=r"^BertConfig: hidden_size=64 is not divisible by num_attention_heads=3"):
+        BertConfig.preset("tiny").override({"hidden_size": 64, "num_attention_heads": "3"})
+    assert FinetuningRecipe().override({"learning_rate": "2e-5"}).learning_rate == 2e-5
+    recipe = load_recipe("bert_base_paper").override({"model.hidden_size": "1024", "phases.max_seq_length": "[64, 128]",
+                                                      "phases.0.max_predictions_per_seq": 10})
+    assert recipe.model.overrides["hidden_size"] == 1024
+    assert [(p.max_seq_length, p.max_predictions_per_seq) for p in recipe.phases] == [(64, 10), (128, 80)]

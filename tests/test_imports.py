@@ -35,27 +35,56 @@ def test_imports_without_tensorflow(statement, use):
 
 
 CONFIGS_WITHOUT_TENSORFLOW = """
-import os, tempfile
+import glob, os, sys
+from bert_tf.config import BertConfig
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
 from bert_tf.training.platforms import apply_platform, load_platforms
 from bert_tf.training.recipe import load_recipe, recipe_names
-for name in recipe_names():
-    recipe = load_recipe(name).override({"optimizer.beta_1": 0.95, "phases.0.max_seq_length": 64})
+before = os.path.join("tests", "fixtures", "configs_before_issue_29")
+# Every shipped recipe and the recipes written before: loaded, checked, and overridden by every kind of path.
+recipes = recipe_names() + sorted(glob.glob(os.path.join(before, "recipe*.yaml")))
+for name in recipes:
+    recipe = load_recipe(name)
+    n = len(recipe.phases)
+    recipe = recipe.override({"optimizer.beta_1": "0.95", "phases.0.max_seq_length": 64, "model.hidden_size": 64,
+                              "phases.input_file": [f"p{i}-*" for i in range(n)] if n > 1 else "p0-*"})
+    recipe = recipe.with_overrides(num_train_steps=10 * n, num_warmup_steps=1, optimizer="lamb")
     assert recipe.optimizer.beta_1 == 0.95 and recipe.phases[0].max_seq_length == 64, name
+    assert recipe.model.overrides["hidden_size"] == 64 and recipe.optimizer.name == "lamb", name
+    assert sum(p.num_steps for p in recipe.phases) == 10 * n and recipe.phases[-1].input_file == f"p{n - 1}-*", name
+    try:
+        recipe.override({"optimizer.beta1": 0.9})
+        raise AssertionError("a mistyped path was taken")
+    except ValueError as e:
+        assert "did you mean 'optimizer.beta_1'" in str(e), e
+# The platforms file: every platform applied to the paper's recipe it has settings for.
 platforms = load_platforms()
-assert apply_platform(load_recipe("bert_base_paper"), "h100_80gb").mixed_precision == "mixed_bfloat16"
-path = os.path.join(tempfile.mkdtemp(), "glue.yaml")
-with open(path, "w") as f:
-    f.write("learning_rate: 3.0e-5\\n")
-finetuning = load_finetuning_recipe(path).override({"num_train_epochs": 2}, "--set")
-assert finetuning.learning_rate == 3e-5 and finetuning.num_train_epochs == 2
-print(len(recipe_names()), len(platforms))
+for name, platform in platforms.items():
+    recipe = apply_platform(load_recipe("bert_large_paper" if "large" in platform.models else "demo_cpu"), name)
+    assert recipe.platform == name and recipe.mixed_precision == platform.mixed_precision, name
+assert load_platforms(os.path.join(before, "platforms.yaml"))["gpu80"].max_micro_batch_size("base", 128) == 128
+# A fine-tuning config, and the command line's path: flags and --set through the one override.
+finetuning = load_finetuning_recipe(os.path.join(before, "finetune.yaml")).override({"num_train_epochs": "2"})
+assert finetuning.learning_rate == 2e-5 and finetuning.num_train_epochs == 2
+from bert_tf.cli import pretrain
+pretrain.FLAGS(["bert-pretrain", "--config=bert_base_paper", "--learning_rate=3e-4", "--input_file=a",
+                "--input_file=b", "--platform=a100_80gb", "--set=phases.1.max_seq_length=256"])
+recipe = pretrain.recipe_from_flags()
+assert recipe.learning_rate == 3e-4 and [p.input_file for p in recipe.phases] == ["a", "b"], recipe
+assert recipe.phases[1].max_seq_length == 256 and recipe.mixed_precision == "mixed_bfloat16"
+# bert_config.json files: this package's and a Google release's.
+assert BertConfig.from_json_file(os.path.join(before, "original_bert_config.json")).hidden_act == "gelu_tanh"
+config = BertConfig.from_json_file(os.path.join(before, "bert_config.json"))
+assert config.override({"vocab_size": "32"}).vocab_size == 32
+assert "tensorflow" not in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None]
+print(len(recipe_names()), len(platforms), len(recipes))
 """
 
 
 def test_configs_load_check_and_take_overrides_without_tensorflow():
-    """Every shipped recipe, the platforms file and a fine-tuning config: loaded, checked and overridden in an
-    interpreter where TensorFlow cannot be imported (a command parses its flags and config before it starts)."""
+    """Every shipped recipe, the platforms file (every platform applied), a fine-tuning config, the files written
+    before issue 29 and a command line's flags and --set: loaded, checked and overridden in an interpreter where
+    TensorFlow cannot be imported (a command parses its flags and config before it starts)."""
     script = "import sys\nsys.modules['tensorflow'] = None\nsys.modules['tensorflow_text'] = None\n" + \
         CONFIGS_WITHOUT_TENSORFLOW
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120)

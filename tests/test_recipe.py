@@ -78,7 +78,7 @@ def test_wrong_yaml_names_the_field(tmp_path):
         (dict(base, phases=[dict(base["phases"][0], max_seq_lenght=128)]),
          r"phases\[0\]: unknown field\(s\) \['max_seq_lenght'\]"),
         (dict(base, model={"preset": "tiny", "hidden_sise": 8}),
-         r"model: unknown BertConfig field\(s\) \['hidden_sise'\]"),
+         r"model: unknown field\(s\) \['hidden_sise'\]; known fields are \[.*'hidden_size'.*'preset'"),
         (dict(base, model={"preset": "tiny", "bert_config_file": "x.json"}), r"give exactly one of preset"),
     ]
     import yaml

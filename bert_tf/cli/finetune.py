@@ -16,31 +16,19 @@ YAML file given as `--config=FILE`, or `--set FIELD=VALUE`; flags on the command
   bert-finetune --config=mrpc.yaml --set learning_rate=2e-5 --output_dir=finetuned
 """
 
-import dataclasses
 import sys
-import typing
 
 from absl import flags, logging
 
 from bert_tf.cli import app
+from bert_tf.cli.config_flags import define_config_flags, given_settings
 from bert_tf.config_schema import parse_assignments
 from bert_tf.errors import InputError, InputFileNotFoundError
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
 
 FLAGS = flags.FLAGS
 
-_DEFINE = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_bool}
-
-
-def _define_recipe_flags():
-    """One flag per `FinetuningRecipe` field, with its name, type, default and help."""
-    hints = typing.get_type_hints(FinetuningRecipe)
-    for field in dataclasses.fields(FinetuningRecipe):
-        kind = next(k for k in (hints[field.name], *typing.get_args(hints[field.name])) if k in _DEFINE)
-        _DEFINE[kind](field.name, field.default, field.metadata["help"])
-
-
-_define_recipe_flags()
+define_config_flags(FinetuningRecipe, __name__, with_defaults=True)
 
 # --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
 HELP_GROUPS = {
@@ -69,10 +57,9 @@ def recipe_from_flags(flag_values=FLAGS):
     (2e-05, 2, 32)
     """
     recipe = load_finetuning_recipe(flag_values.config) if flag_values.config else FinetuningRecipe()
-    given = {field.name: flag_values[field.name].value for field in dataclasses.fields(FinetuningRecipe)
-             if flag_values[field.name].present}
+    given, given_by = given_settings(FinetuningRecipe, flag_values)
     if given:
-        recipe = recipe.override(given, "command line")
+        recipe = recipe.override(given, "command line", given_by)
     settings = parse_assignments(flag_values.set, "learning_rate=2e-5")
     return recipe.override(settings, "--set") if settings else recipe
 

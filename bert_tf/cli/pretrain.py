@@ -11,29 +11,17 @@ value, input file or model_dir, 3 non-finite loss (the last good checkpoint stay
 and 130 by SIGINT (Ctrl-C), each after saving a checkpoint.
 """
 
-import dataclasses
 import os
 import sys
-import typing
 
 from absl import flags, logging
 
 from bert_tf.cli import app
+from bert_tf.cli.config_flags import define_config_flags, given_settings
 from bert_tf.cli.exit_codes import EXIT_INTERRUPTED, EXIT_OK, EXIT_PREEMPTED
 from bert_tf.config_schema import parse_assignments
 from bert_tf.training.platforms import apply_platform
-from bert_tf.training.recipe import (
-    ALIASES,
-    MIXED_PRECISION,
-    OPTIMIZERS,
-    SECTIONS,
-    Phase,
-    Recipe,
-    RecipeError,
-    check_ready,
-    load_recipe,
-    recipe_names,
-)
+from bert_tf.training.recipe import Recipe, RecipeError, check_ready, load_recipe, recipe_names
 from bert_tf.training.strategy_names import ALL_REDUCE_IMPLEMENTATIONS, STRATEGIES
 
 FLAGS = flags.FLAGS
@@ -61,79 +49,20 @@ flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE r
                           "--set=optimizer.beta_1=0.95 --set=model.hidden_dropout_prob=0 "
                           "--set=phases.1.max_seq_length=256.")
 
-# The flags above say where and how the run goes; these override the recipe field of their name (see
-# `Recipe.with_overrides`; the original scripts' names where they have one): name -> help. Each takes the type of
-# the field it sets (`override_flag_kind`); a phase's field is given once per phase. --platform applies its
-# settings before them, so explicit flags win.
-OVERRIDE_FLAGS = {
-    "input_file": "TFRecords of a phase (comma-separated globs); once per phase.",
-    "bert_config_file": "bert_config.json of the model (instead of the recipe's preset).",
-    "init_checkpoint": "A bert-convert / bert-pretrain directory to start the weights from.",
-    "vocab_file": "The vocab (copied into model_dir; needed by --dynamic_masking).",
-    "train_batch_size": "Global batch size (sequences per step, all replicas).",
-    "num_train_steps": "Total steps of the run; the phases are rescaled in proportion.",
-    "num_warmup_steps": "Steps of linear learning-rate warmup from 0.",
-    "learning_rate": "Peak learning rate.",
-    "max_seq_length": "Sequence length of a phase's records; once per phase.",
-    "max_predictions_per_seq": "Masked positions per sequence of a phase's records; once per phase.",
-    "save_checkpoints_steps": "Steps between checkpoints.",
-    "iterations_per_loop": "Steps per call of the compiled training loop.",
-    "max_micro_batch_size": "Most sequences one replica computes at once; larger per-replica batches are "
-                            "accumulated over micro-batches.",
-    "mixed_precision": "Compute dtype policy (float32 is the original).",
-    "jit_compile": "Compile with XLA each replica's forward and backward pass, or its whole step with "
-                   "--set=jit_compile_scope=step (the GPU platforms' setting).",
-    "eval_input_file": "Held-out TFRecords evaluated at the end with the original metrics.",
-    "optimizer": "adamw (the original AdamWeightDecay) or lamb.",
-    "dynamic_masking": "Draw new masks for every batch (RoBERTa) instead of the records'.",
-    "row_packing": "Pack unpacked records into rows of several instances in the input pipeline (the batch counts "
-                   "rows; records written with --pack are packed already).",
-    "use_next_sentence": "Train the next-sentence loss (false: masked LM only).",
-    "seed": "Seed of the initialisation, the data order and dropout.",
-}
-_CHOICES = {"optimizer": OPTIMIZERS, "mixed_precision": MIXED_PRECISION}
+# The flags above say where and how the run goes; these set the recipe field they are generated from (its help,
+# type and flag name, the original scripts' names where they have one: `bert_tf.cli.config_flags`); a phase's field
+# is given once per phase. Unset, a field keeps the recipe's value. --platform applies its settings before them, so
+# explicit flags win.
+RECIPE_FLAGS = define_config_flags(Recipe, __name__, with_defaults=False)
+_RUN_FLAGS = ["config", "model_dir", "input_file", "eval_input_file", "vocab_file", "bert_config_file",
+              "init_checkpoint", "accept_recipe_change"]
 
 # --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
 HELP_GROUPS = {
-    "the run": ["config", "model_dir", "input_file", "eval_input_file", "vocab_file", "bert_config_file",
-                "init_checkpoint", "accept_recipe_change"],
+    "the run": _RUN_FLAGS,
     "where it runs": ["strategy", "tpu", "all_reduce_implementation", "platform", "peak_tflops"],
-    "recipe overrides (unset: the recipe's value)": [name for name in OVERRIDE_FLAGS if name not in (
-        "input_file", "eval_input_file", "vocab_file", "bert_config_file", "init_checkpoint")] + ["set"],
+    "recipe overrides (unset: the recipe's value)": [name for name in RECIPE_FLAGS if name not in _RUN_FLAGS] + ["set"],
 }
-
-
-def override_flag_kind(name):
-    """(the plain type of the recipe field flag `name` sets, whether it is given once per phase).
-
-    >>> override_flag_kind("learning_rate"), override_flag_kind("max_seq_length"), override_flag_kind("optimizer")
-    ((<class 'float'>, False), (<class 'int'>, True), (<class 'str'>, False))
-    """
-    path = ALIASES.get(name, name)
-    if "." in path:
-        section, field = path.split(".")
-        cls, per_phase = SECTIONS[section], False
-    else:
-        recipe_fields = {f.name for f in dataclasses.fields(Recipe)}
-        cls, field, per_phase = (Recipe, path, False) if path in recipe_fields else (Phase, path, True)
-    kind = typing.get_type_hints(cls)[field]
-    return next(k for k in typing.get_args(kind) or (kind,) if k is not type(None)), per_phase
-
-
-def _define_override_flags():
-    define = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float,
-              bool: flags.DEFINE_boolean}
-    for name, help_text in OVERRIDE_FLAGS.items():
-        kind, per_phase = override_flag_kind(name)
-        if name in _CHOICES:
-            flags.DEFINE_enum(name, None, _CHOICES[name], help_text)
-        elif per_phase:
-            {str: flags.DEFINE_multi_string, int: flags.DEFINE_multi_integer}[kind](name, None, help_text)
-        else:
-            define[kind](name, None, help_text)
-
-
-_define_override_flags()
 
 
 def recipe_from_flags(flag_values=FLAGS):
@@ -145,11 +74,12 @@ def recipe_from_flags(flag_values=FLAGS):
     >>> recipe_from_flags().optimizer.name
     'lamb'
     """
-    names = list(OVERRIDE_FLAGS)
     recipe = load_recipe(flag_values.config)
     if flag_values.platform:
         recipe = apply_platform(recipe, flag_values.platform)
-    recipe = recipe.with_overrides(**{name: flag_values[name].value for name in names})
+    settings, given_by = given_settings(Recipe, flag_values)
+    if settings:
+        recipe = recipe.override(settings, flags=given_by)
     settings = parse_assignments(flag_values.set, "optimizer.beta_1=0.95", RecipeError)
     return recipe.override(settings) if settings else recipe
 

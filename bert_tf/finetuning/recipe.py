@@ -1,21 +1,16 @@
-"""A fine-tuning run as data: `FinetuningRecipe`, checked by the shared config schema (`bert_tf.config_schema`).
+"""A fine-tuning run as data: `FinetuningRecipe`, a section of the shared config schema (`bert_tf.config_schema`).
 
-`bert-finetune` reads one from `--config=FILE` (YAML), then applies the flags given on its command line and
-`--set FIELD=VALUE`; each field is also a flag of the same name, generated from the field (its type, default and
-`help`), so a new option is one field here, with its rule, and the code that uses it.
+`bert-finetune` reads one from `--config=FILE` (YAML or JSON, `load_finetuning_recipe`), then applies the flags given
+on its command line and `--set FIELD=VALUE` (both through the schema's `override`); each field is also a flag of the
+same name, generated from the field (its type, default and help: `bert_tf.cli.config_flags`), so a new option is one
+field here, with its rule, and the code that uses it.
 """
 
 import dataclasses
-import os
-import typing
 from typing import Optional
 
-from bert_tf.config_schema import ConfigError, Section, parse_value, read_yaml
-from bert_tf.file_io import file_exists, is_directory, read_text
-
-
-def _option(default, help_text):
-    return dataclasses.field(default=default, metadata={"help": help_text})
+from bert_tf.config_loading import load_config
+from bert_tf.config_schema import ConfigError, Section, field_option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,34 +31,34 @@ class FinetuningRecipe(Section):
 e.g. 2e-5 to 5e-5 (note the minus sign in the exponent).
     """
 
-    init_checkpoint: Optional[str] = _option(None, "Checkpoint directory from bert-convert or bert-pretrain.")
-    init_saved_model: Optional[str] = _option(None, "Instead of --init_checkpoint: an encoder SavedModel from "
-                                                    "bert-export (its encoder/<version> folder).")
-    vocab_file: Optional[str] = _option(None, "The model's vocab (default: the one in the checkpoint dir / "
-                                              "SavedModel).")
-    do_lower_case: Optional[bool] = _option(None, "Whether the model is uncased (default: the SavedModel's own "
-                                                  "setting with --init_saved_model, else true).")
-    train_file: Optional[str] = _option(None, "Training examples: a TSV (.tsv/.txt) or CSV (.csv) file with a "
-                                              "header row.")
-    dev_file: Optional[str] = _option(None, "Dev examples, same format; evaluated after every epoch.")
-    text_column: str = _option("text", "Column (or TFDS feature) of the text, or of the first segment.")
-    text_b_column: Optional[str] = _option(None, "Column of the second segment, for sentence-pair tasks.")
-    label_column: str = _option("label", "Column (or TFDS feature) of the label.")
-    tfds_name: Optional[str] = _option(None, "Instead of files: a TFDS dataset prepared in --data_dir.")
-    data_dir: Optional[str] = _option(None, "The TFDS data_dir that holds --tfds_name (nothing downloads).")
-    train_split: str = _option("train", "TFDS split to train on.")
-    dev_split: str = _option("validation", "TFDS split to evaluate on.")
-    max_seq_length: int = _option(128, "Tokens per example, [CLS] and [SEP]s included; longer ones are cut.")
-    num_train_epochs: float = _option(3.0, "Epochs to train (a whole number: dev accuracy is reported per epoch).")
-    train_batch_size: int = _option(32, "Examples per training step.")
-    eval_batch_size: int = _option(64, "Examples per dev prediction step.")
-    learning_rate: float = _option(5e-5, "Peak learning rate of the original AdamWeightDecay (linear warmup, then "
-                                         "linear decay to 0).")
-    warmup_proportion: float = _option(0.1, "Fraction of the steps spent warming the learning rate up from 0.")
-    output_dir: Optional[str] = _option(None, "Where the best model, its results and the serving models go "
-                                              "(required).")
-    version: int = _option(1, "Version folder number of the exported serving models.")
-    seed: int = _option(12345, "Seed of the classifier head, dropout and the shuffling.")
+    init_checkpoint: Optional[str] = field_option(None, "Checkpoint directory from bert-convert or bert-pretrain.")
+    init_saved_model: Optional[str] = field_option(None, "Instead of --init_checkpoint: an encoder SavedModel from "
+                                                         "bert-export (its encoder/<version> folder).")
+    vocab_file: Optional[str] = field_option(None, "The model's vocab (default: the one in the checkpoint dir / "
+                                                   "SavedModel).")
+    do_lower_case: Optional[bool] = field_option(None, "Whether the model is uncased (default: the SavedModel's own "
+                                                       "setting with --init_saved_model, else true).")
+    train_file: Optional[str] = field_option(None, "Training examples: a TSV (.tsv/.txt) or CSV (.csv) file with a "
+                                                   "header row.")
+    dev_file: Optional[str] = field_option(None, "Dev examples, same format; evaluated after every epoch.")
+    text_column: str = field_option("text", "Column (or TFDS feature) of the text, or of the first segment.")
+    text_b_column: Optional[str] = field_option(None, "Column of the second segment, for sentence-pair tasks.")
+    label_column: str = field_option("label", "Column (or TFDS feature) of the label.")
+    tfds_name: Optional[str] = field_option(None, "Instead of files: a TFDS dataset prepared in --data_dir.")
+    data_dir: Optional[str] = field_option(None, "The TFDS data_dir that holds --tfds_name (nothing downloads).")
+    train_split: str = field_option("train", "TFDS split to train on.")
+    dev_split: str = field_option("validation", "TFDS split to evaluate on.")
+    max_seq_length: int = field_option(128, "Tokens per example, [CLS] and [SEP]s included; longer ones are cut.")
+    num_train_epochs: float = field_option(3.0, "Epochs to train (a whole number: dev accuracy is reported per epoch).")
+    train_batch_size: int = field_option(32, "Examples per training step.")
+    eval_batch_size: int = field_option(64, "Examples per dev prediction step.")
+    learning_rate: float = field_option(5e-5, "Peak learning rate of the original AdamWeightDecay (linear warmup, then "
+                                              "linear decay to 0).")
+    warmup_proportion: float = field_option(0.1, "Fraction of the steps spent warming the learning rate up from 0.")
+    output_dir: Optional[str] = field_option(None, "Where the best model, its results and the serving models go "
+                                                   "(required).")
+    version: int = field_option(1, "Version folder number of the exported serving models.")
+    seed: int = field_option(12345, "Seed of the classifier head, dropout and the shuffling.")
 
     def _rules(self):
         whole = "must be a positive whole number"
@@ -79,17 +74,6 @@ e.g. 2e-5 to 5e-5 (note the minus sign in the exponent).
                 ("max_seq_length", self.max_seq_length >= 3,
                  "leaves no room for text after [CLS] and [SEP]: pass e.g. 128"),
                 ("seed", self.seed >= 0, "must be a non-negative integer"))
-
-    def override(self, settings, where):
-        """A copy with the fields in `settings` ({field: value}) replaced; a string value for a field that is not
-        a string (from `--set field=value`) is read as YAML. Errors start with `where`."""
-        hints = typing.get_type_hints(FinetuningRecipe)
-        values = dataclasses.asdict(self)
-        for name, value in settings.items():
-            if isinstance(value, str) and hints.get(name) not in (str, Optional[str]):
-                value = parse_value(value, name)
-            values[name] = value
-        return FinetuningRecipe.from_dict(values, where)
 
     def check_ready(self):
         """Checks what a run needs beyond valid fields: one model to start from, one source of data, an output
@@ -109,8 +93,5 @@ e.g. 2e-5 to 5e-5 (note the minus sign in the exponent).
 
 
 def load_finetuning_recipe(path):
-    """A `FinetuningRecipe` from a YAML file; errors name the file's base name."""
-    if not file_exists(path) or is_directory(path):
-        raise ConfigError(f"--config={path} is not a file: pass a fine-tuning recipe (YAML).")
-    values = read_yaml(read_text(path), path)
-    return FinetuningRecipe.from_dict(values, os.path.basename(path))
+    """A `FinetuningRecipe` from a YAML or JSON file; errors name the file's base name."""
+    return load_config(FinetuningRecipe, path, kind="fine-tuning recipe")

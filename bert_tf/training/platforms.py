@@ -12,7 +12,8 @@ from typing import Optional
 
 from bert_tf.accelerators.device_peaks import DEVICES
 from bert_tf.config import configs_dir
-from bert_tf.config_schema import Section, read_yaml
+from bert_tf.config_loading import load_config
+from bert_tf.config_schema import Section
 from bert_tf.training.recipe import JIT_COMPILE_SCOPES, MIXED_PRECISION, RecipeError
 
 PLATFORMS_FILE = os.path.join(configs_dir(), "platforms.yaml")
@@ -130,8 +131,7 @@ def load_platforms(path=PLATFORMS_FILE):
     'mixed_bfloat16'
     """
     where = os.path.basename(path)
-    with open(path, encoding="utf-8") as f:
-        entries = _PlatformsFile.from_dict(read_yaml(f.read(), where, RecipeError), where).platforms
+    entries = load_config(_PlatformsFile, path, kind="platforms").platforms
     platforms = {}
     for name, entry in entries.items():
         entry_where = f"{where}: platforms.{name}"

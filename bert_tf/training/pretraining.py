@@ -397,10 +397,7 @@ def resolve_bert_config(recipe):
         config = BertConfig.preset(spec.preset)
         if vocab_size:
             config = config.replace(vocab_size=vocab_size)
-    try:
-        config = config.replace(**spec.overrides)
-    except ValueError as e:
-        raise RecipeError(f"Recipe {recipe.name!r}: model: {e}") from None
+    config = config.override(spec.overrides, f"Recipe {recipe.name!r}: model")
     if vocab_size and vocab_size > config.vocab_size and grown_vocab_size(recipe.init_checkpoint, recipe.vocab_file):
         logging.info("vocab_file %s extends the vocab of init_checkpoint %s from %d to %d rows.", recipe.vocab_file,
                      recipe.init_checkpoint, config.vocab_size, vocab_size)
