@@ -49,6 +49,7 @@ from bert_tf.demo_data import HELD_OUT_EVERY, DemoData  # noqa: E402
 from bert_tf.finetuning.classifier import BertClassifier  # noqa: E402
 from bert_tf.finetuning.features import encode_texts  # noqa: E402
 from bert_tf.finetuning.optimizer import create_finetuning_optimizer  # noqa: E402
+from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 from bert_tf.model_dir import load_encoder, load_pretrainer, read_config  # noqa: E402
 from bert_tf.modeling.pretrainer import BertPretrainer  # noqa: E402
@@ -140,7 +141,7 @@ def prepare(out, mode):
 
 
 def heldout_accuracy(model, records, mode):
-    dataset = pretraining_dataset(records, mode.seq, mode.predictions, 32, is_training=False)
+    dataset = pretraining_dataset(InputSpec(records, mode.seq, mode.predictions, 32, is_training=False))
     return evaluate(model, dataset, mode.eval_batches)["masked_lm_accuracy"]
 
 

@@ -28,6 +28,7 @@ import tensorflow as tf  # noqa: E402
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
+from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 from bert_tf.instances.options import InstanceOptions  # noqa: E402
 from bert_tf.instances.pipeline import create_pretraining_data  # noqa: E402
@@ -99,9 +100,11 @@ def run(args, masker, wwm_masker, tokenizer, work):
         records = os.path.join(work, f"bible-{seq}.tfrecord")
         print(f"  seq {seq}: {write_records(records, text_file, seq, tokenizer):,} instances", flush=True)
         pipelines = {
-            "static records (no masking)": lambda: pretraining_dataset(records, seq, pred, b, seed=1),
-            "records, dynamic masks": lambda: pretraining_dataset(records, seq, pred, b, seed=1, masker=masker),
-            "records, whole-word": lambda: pretraining_dataset(records, seq, pred, b, seed=1, masker=wwm_masker),
+            "static records (no masking)": lambda: pretraining_dataset(InputSpec(records, seq, pred, b, seed=1)),
+            "records, dynamic masks": lambda: pretraining_dataset(InputSpec(records, seq, pred, b, seed=1,
+                                                                            masker=masker)),
+            "records, whole-word": lambda: pretraining_dataset(InputSpec(records, seq, pred, b, seed=1,
+                                                                         masker=wwm_masker)),
         }
         for name, build in pipelines.items():
             rows.setdefault(name, {})[seq] = sequences_per_second(build(), b, args.seconds)

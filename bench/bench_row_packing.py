@@ -33,6 +33,7 @@ import tensorflow as tf  # noqa: E402
 from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
 from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 from bert_tf.instances.options import InstanceOptions  # noqa: E402
 from bert_tf.instances.pipeline import create_pretraining_data  # noqa: E402
@@ -86,7 +87,7 @@ def make_records(directory, documents, tokenizer, seq_length, pack, num_workers,
 def batches(path, seq_length, count):
     """`count` batches of the records as `bert-pretrain` reads them, and their non-padding tokens."""
     rows, predictions = SHAPES[seq_length]
-    dataset = pretraining_dataset(path, seq_length, predictions, rows, seed=1, shuffle_buffer=100)
+    dataset = pretraining_dataset(InputSpec(path, seq_length, predictions, rows, seed=1, shuffle_buffer=100))
     held = [batch for batch, _ in zip(dataset, range(count))]
     return held, [int(tf.reduce_sum(batch["input_mask"])) for batch in held]
 

@@ -26,17 +26,17 @@ def test_direct_runner_records_equal_the_local_pipeline(tmp_path, uncased_vocab,
     corpus = tmp_path / "corpus.txt"
     chapters = list(read_bible_documents(CorpusCounts(), bible_csv))[:60]
     corpus.write_text("".join("\n".join(chapter) + "\n\n" for chapter in chapters), encoding="utf-8")
-    options = InstanceOptions(dupe_factor=2, do_whole_word_mask=True, random_seed=7)
+    options = InstanceOptions(dupe_factor=2, do_whole_word_mask=True, random_seed=7, shard_size_mb=0.05)
 
     local_file = str(tmp_path / "local.tfrecord")
     summary = create_pretraining_data(read_documents(str(corpus), "sentences", CorpusCounts()),
                                       FullTokenizer(uncased_vocab), [local_file], options, num_workers=0,
-                                      shard_size_mb=0.05, progress=False)
+                                      progress=False)
     assert summary.shards > 3
 
     pipeline = beam.Pipeline(runner="DirectRunner")
     build_pipeline(pipeline, str(corpus), str(tmp_path / "beam" / "train"), uncased_vocab, options,
-                   shard_size_mb=0.05, num_output_files=2)
+                   num_output_files=2)
     result = pipeline.run()
     result.wait_until_finish()
 

@@ -55,7 +55,8 @@ def bible_documents(bible_csv):
 
 
 def run_pipeline(documents, tokenizer, output_dir, **kwargs):
-    options = InstanceOptions(**{"dupe_factor": 1, **kwargs.pop("options", {})})
+    written_as = {name: kwargs.pop(name) for name in ("shard_size_mb", "names", "gzip") if name in kwargs}
+    options = InstanceOptions(**{"dupe_factor": 1, **kwargs.pop("options", {}), **written_as})
     counts = CorpusCounts()
     output_files = [os.path.join(output_dir, f"part-{i}.tfrecord") for i in range(kwargs.pop("num_files", 2))]
     summary = create_pretraining_data(iter(documents), tokenizer, output_files, options, counts=counts,
@@ -377,8 +378,8 @@ def test_outputs_appear_complete_or_not_at_all(bible_documents, tokenizer, tmp_p
 
     files = [str(tmp_path / f"part-{i}.tfrecord") for i in range(2)]
     with pytest.raises(OSError, match="disk went away"):
-        create_pretraining_data(failing(bible_documents[:40]), tokenizer, files, InstanceOptions(dupe_factor=1),
-                                num_workers=0, shard_size_mb=0.01, progress=False)
+        create_pretraining_data(failing(bible_documents[:40]), tokenizer, files,
+                                InstanceOptions(dupe_factor=1, shard_size_mb=0.01), num_workers=0, progress=False)
     assert os.listdir(tmp_path) == []  # neither the outputs nor their partial files
     with pytest.raises(InputError, match="gave no training instance"):
         create_pretraining_data(iter([[], ["\x00"]]), tokenizer, files, InstanceOptions(), num_workers=0,
@@ -396,8 +397,8 @@ def test_a_stop_request_keeps_the_complete_shards(bible_documents, tokenizer, tm
             yield document
 
     files = [str(tmp_path / f"part-{i}.tfrecord") for i in range(2)]
-    summary = create_pretraining_data(documents(), tokenizer, files, InstanceOptions(dupe_factor=1), num_workers=0,
-                                      shard_size_mb=0.02, progress=False, stop=stop)
+    summary = create_pretraining_data(documents(), tokenizer, files, InstanceOptions(dupe_factor=1, shard_size_mb=0.02),
+                                      num_workers=0, progress=False, stop=stop)
     assert summary.stopped and 1 <= summary.shards < 5
     records = concatenate(read_records(files))
     assert len(records["input_ids"]) == summary.statistics.instances == sum(summary.records_per_file)

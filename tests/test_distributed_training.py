@@ -252,6 +252,7 @@ import json, os, sys
 import tensorflow as tf
 from absl import logging
 logging.set_verbosity(logging.INFO)
+from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.training.input_hosts import host_iterators
 from bert_tf.training.recipe import load_recipe
@@ -266,7 +267,8 @@ run = stop_at_8_and_resume(load_recipe(recipe_path), model_dir, strategy)
 
 layout = worker_layout(strategy)
 iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
-    train, 16, 4, layout.host_batch_size(8), input_context=layout.input_context(host), shuffle_buffer=1, seed=0))
+    InputSpec(train, 16, 4, layout.host_batch_size(8), shuffle_buffer=1, seed=0),
+    input_context=layout.input_context(host)))
 print("ITERATORS", json.dumps([iterator._iterator_resource.device for iterator in iterators]))
 loop = run.parts.trainer.train_loop.get_concrete_function(iterators, tf.constant(1))
 print("LOOP_INPUTS", json.dumps([tensor.op.name for tensor in loop.inputs[:len(iterators)]]))
@@ -280,7 +282,7 @@ from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.training.checkpointing import iterator_keys
 masker = DynamicMasker(load_recipe(recipe_path).vocab_file, 0.15, True)
 masked = host_iterators(layout.hosts, lambda host: pretraining_dataset(
-    train, 16, 4, 4, input_context=layout.input_context(host), seed=1, masker=masker))
+    InputSpec(train, 16, 4, 4, seed=1, masker=masker), input_context=layout.input_context(host)))
 checkpoint = tf.train.Checkpoint(**iterator_keys(masked, layout.hosts))
 path = checkpoint.save(os.path.join(model_dir, "masked", "ckpt"))
 after = [next(iterator)["masked_lm_positions"].numpy().tolist() for iterator in masked]
@@ -321,6 +323,7 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup, reference):
     checkpoint (every host's iterator in it) changes nothing."""
     import tensorflow as tf
 
+    from bert_tf.inputs.input_spec import InputSpec
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 
     model_dir = str(setup["root"] / "two_hosts")
@@ -351,7 +354,7 @@ def test_one_client_two_hosts_one_pipeline_per_host(setup, reference):
     # Host i reads every 2nd record from the i-th (one file, fewer files than hosts): together the hosts' batches
     # are the one-pipeline batch, without a record read twice.
     first = json.loads(out["FIRST_BATCHES"])
-    whole = next(iter(pretraining_dataset(train, SEQ, PRED, 8, shuffle_buffer=1, seed=0)))["input_word_ids"]
+    whole = next(iter(pretraining_dataset(InputSpec(train, SEQ, PRED, 8, shuffle_buffer=1, seed=0))))["input_word_ids"]
     assert len(first) == 2 and all(len(batch) == 4 for batch in first)
     np.testing.assert_array_equal(np.array(first[0]), whole.numpy()[0::2])
     np.testing.assert_array_equal(np.array(first[1]), whole.numpy()[1::2])

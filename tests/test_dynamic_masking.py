@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.inputs.dynamic_masking import DynamicMasker
+from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
 
 # A vocab of 400 words and 100 "##" pieces after the specials, in the original's order of ids.
@@ -181,7 +182,7 @@ def test_records_without_masks_get_new_masks_each_epoch(tmp_path):
     masker = DynamicMasker(VOCAB)
 
     def epochs(seed, count):
-        dataset = pretraining_dataset(path, 32, 5, 16, seed=seed, masker=masker, shuffle_buffer=1)
+        dataset = pretraining_dataset(InputSpec(path, 32, 5, 16, seed=seed, masker=masker, shuffle_buffer=1))
         return [b for _, b in zip(range(count), dataset)]
 
     first = epochs(4, 8)
@@ -203,10 +204,10 @@ def test_records_without_masks_get_new_masks_each_epoch(tmp_path):
         np.testing.assert_array_equal(b["input_mask"].numpy(), batch["input_mask"][16 * k:16 * k + 16])
         assert np.all(b["next_sentence_labels"].numpy() == 0)
     # A checkpointed iterator resumes with the same masks.
-    iterator = iter(pretraining_dataset(path, 32, 5, 16, seed=4, masker=masker, shuffle_buffer=1))
+    iterator = iter(pretraining_dataset(InputSpec(path, 32, 5, 16, seed=4, masker=masker, shuffle_buffer=1)))
     next(iterator)
     saved = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "it"))
-    resumed = iter(pretraining_dataset(path, 32, 5, 16, seed=4, masker=masker, shuffle_buffer=1))
+    resumed = iter(pretraining_dataset(InputSpec(path, 32, 5, 16, seed=4, masker=masker, shuffle_buffer=1)))
     tf.train.Checkpoint(iterator=resumed).read(saved).assert_consumed()
     for want in first[1:8]:
         np.testing.assert_array_equal(next(resumed)["input_word_ids"].numpy(), want["input_word_ids"].numpy())
@@ -224,7 +225,7 @@ def test_static_masks_in_records_are_undone_before_new_ones_are_drawn(tmp_path):
              "masked_lm_weights": [float(w) for w in static["masked_lm_weights"][i].numpy()],
              "next_sentence_labels": [int(static["next_sentence_labels"][i, 0])]} for i in range(32)]
     path = write_examples(tmp_path / "static.tfrecord", rows)
-    out = next(iter(pretraining_dataset(path, 32, 5, 32, is_training=False, masker=masker, seed=1)))
+    out = next(iter(pretraining_dataset(InputSpec(path, 32, 5, 32, is_training=False, masker=masker, seed=1))))
     restored = out["input_word_ids"].numpy().copy()
     real = out["masked_lm_weights"].numpy() > 0
     restored[np.nonzero(real)[0], out["masked_lm_positions"].numpy()[real]] = out["masked_lm_ids"].numpy()[real]

@@ -234,18 +234,24 @@ def test_wrong_columns_flags_and_data_fail_in_one_line(tiny_model_dir, tmp_path)
         assert process.returncode == 2 and message in process.stderr, (flags, process.stderr[-2000:])
         assert "Traceback" not in process.stderr
     from bert_tf.finetuning.examples import read_table
+    from bert_tf.finetuning.recipe import FinetuningRecipe
     from bert_tf.finetuning.run_classifier import finetune_classifier
     from bert_tf.model_dir import load_encoder
     data = read_table(train, "text", "label")
     with pytest.raises(ValueError, match="max_seq_length=128 exceeds the model's max_position_embeddings=64"):
-        finetune_classifier(load_encoder(str(tiny_model_dir / "model")), None, data, data, str(tmp_path / "out"))
+        finetune_classifier(FinetuningRecipe(output_dir=str(tmp_path / "out")),
+                            load_encoder(str(tiny_model_dir / "model")), None, data, data)
 
 
-def test_a_non_finite_loss_stops_fine_tuning_and_exports_nothing(tiny_model_dir, uncased_vocab, tmp_path):
-    """A run whose loss becomes NaN (here a NaN learning rate, which the CLI itself refuses) raises
-    NonFiniteLossError (bert-finetune: exit 3) and leaves no model behind: no best.keras, no serving models."""
+def test_a_non_finite_loss_stops_fine_tuning_and_exports_nothing(tiny_model_dir, uncased_vocab, tmp_path,
+                                                                  monkeypatch):
+    """A run whose loss becomes NaN (here a NaN learning rate, which the recipe itself refuses, so given to the
+    optimizer) raises NonFiniteLossError (bert-finetune: exit 3) and leaves no model behind: no best.keras, no
+    serving models."""
     from bert_tf.errors import NonFiniteLossError
+    from bert_tf.finetuning import run_classifier
     from bert_tf.finetuning.examples import read_table
+    from bert_tf.finetuning.recipe import FinetuningRecipe
     from bert_tf.finetuning.run_classifier import finetune_classifier
     from bert_tf.model_dir import load_encoder
     from bert_tf.text.tokenizer import FullTokenizer
@@ -253,10 +259,13 @@ def test_a_non_finite_loss_stops_fine_tuning_and_exports_nothing(tiny_model_dir,
     rows = [["the lord is my shepherd", "a"], ["jesus wept", "b"]] * 4
     data = read_table(write_csv(tmp_path / "train.csv", ["text", "label"], rows), "text", "label")
     output_dir = tmp_path / "out"
+    optimizer = run_classifier.create_finetuning_optimizer
+    monkeypatch.setattr(run_classifier, "create_finetuning_optimizer",
+                        lambda learning_rate, *args: optimizer(float("nan"), *args))
+    recipe = FinetuningRecipe(output_dir=str(output_dir), max_seq_length=16, num_train_epochs=1, train_batch_size=2)
     with pytest.raises(NonFiniteLossError, match="loss became nan"):
-        finetune_classifier(load_encoder(str(tiny_model_dir / "model")), FullTokenizer(uncased_vocab), data, data,
-                            str(output_dir), max_seq_length=16, num_train_epochs=1, train_batch_size=2,
-                            learning_rate=float("nan"), verbose=0)
+        finetune_classifier(recipe, load_encoder(str(tiny_model_dir / "model")), FullTokenizer(uncased_vocab), data,
+                            data, verbose=0)
     assert os.listdir(output_dir) == []
 
 

@@ -98,6 +98,7 @@ def test_several_hosts_save_one_iterator_each():
 
 def test_the_hosts_read_disjoint_shares_of_the_records(tmp_path):
     """What the hosts' InputContexts give the real pipeline: with 4 files and 2 hosts, two files each."""
+    from bert_tf.inputs.input_spec import InputSpec
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
     from pretraining_records import write_records
 
@@ -106,9 +107,10 @@ def test_the_hosts_read_disjoint_shares_of_the_records(tmp_path):
     layout = WorkerLayout(2, 2, 1, 0, hosts)
     seen = []
     for host in hosts:
-        dataset = pretraining_dataset(files, 16, 4, 8, is_training=False, input_context=layout.input_context(host))
+        dataset = pretraining_dataset(InputSpec(files, 16, 4, 8, is_training=False),
+                                      input_context=layout.input_context(host))
         seen.append({tuple(row) for batch in dataset for row in batch["input_word_ids"].numpy()})
-    everything = {tuple(row) for batch in pretraining_dataset(files, 16, 4, 8, is_training=False)
+    everything = {tuple(row) for batch in pretraining_dataset(InputSpec(files, 16, 4, 8, is_training=False))
                   for row in batch["input_word_ids"].numpy()}
     assert len(seen[0]) == len(seen[1]) == 16 and not seen[0] & seen[1]
     assert seen[0] | seen[1] == everything
@@ -116,14 +118,15 @@ def test_the_hosts_read_disjoint_shares_of_the_records(tmp_path):
 
 
 def test_fewer_files_than_hosts_is_warned_about(tmp_path, caplog):
+    from bert_tf.inputs.input_spec import InputSpec
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
     from pretraining_records import write_records
 
     path = write_records(tmp_path / "one.tfrecord", 8, 16, 4)
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
-    pretraining_dataset(path, 16, 4, 2, is_training=False, input_context=context)
+    pretraining_dataset(InputSpec(path, 16, 4, 2, is_training=False), input_context=context)
     assert "1 input file(s) for 2 input pipelines: every pipeline reads all of them" in caplog.text
     caplog.clear()
     other = write_records(tmp_path / "two.tfrecord", 8, 16, 4, seed=1)
-    pretraining_dataset([path, other], 16, 4, 2, is_training=False, input_context=context)
+    pretraining_dataset(InputSpec([path, other], 16, 4, 2, is_training=False), input_context=context)
     assert "input pipelines" not in caplog.text

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.controller import Controller
@@ -142,7 +143,7 @@ def test_cli_end_to_end(data, tmp_path):
     # run reported) and the config travels along.
     model = load_pretrainer(model_dir)
     assert model.config.hidden_size == 16 and model.config.vocab_size == 64
-    again = evaluate(model, pretraining_dataset(data["eval"], 32, 6, 8, is_training=False), max_steps=100)
+    again = evaluate(model, pretraining_dataset(InputSpec(data["eval"], 32, 6, 8, is_training=False)), max_steps=100)
     for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_loss"):
         np.testing.assert_allclose(again[name], results[name], rtol=1e-5, err_msg=name)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
 from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.example_encoder import ExampleEncoder
@@ -60,7 +61,7 @@ def instance_ids(dataset, max_batches=None):
 
 def test_values_shapes_and_dtypes_round_trip_exactly(tmp_path):
     path = write_records(tmp_path / "a.tfrecord", range(12))
-    batches = list(pretraining_dataset(path, SEQ, PRED, batch_size=4, is_training=False))
+    batches = list(pretraining_dataset(InputSpec(path, SEQ, PRED, batch_size=4, is_training=False)))
     assert len(batches) == 3
     for b, batch in enumerate(batches):
         assert sorted(batch) == sorted(MODEL_FEATURES)
@@ -76,7 +77,7 @@ def test_values_shapes_and_dtypes_round_trip_exactly(tmp_path):
     assert batches[0]["next_sentence_labels"].shape == (4, 1)
     # drop_remainder: 13 records give 3 full batches of 4, the shape stays static.
     path = write_records(tmp_path / "b.tfrecord", range(13))
-    dataset = pretraining_dataset(path, SEQ, PRED, batch_size=4, is_training=False)
+    dataset = pretraining_dataset(InputSpec(path, SEQ, PRED, batch_size=4, is_training=False))
     assert dataset.element_spec["input_word_ids"].shape == (4, SEQ)
     assert instance_ids(dataset) == list(range(12))
 
@@ -84,12 +85,12 @@ def test_values_shapes_and_dtypes_round_trip_exactly(tmp_path):
 def test_v1_and_v2_names_give_the_same_batches(tmp_path):
     v1 = write_records(tmp_path / "v1.tfrecord", range(8), names="v1")
     v2 = write_records(tmp_path / "v2.tfrecord", range(8), names="v2")
-    a = next(iter(pretraining_dataset(v1, SEQ, PRED, 8, is_training=False)))
-    b = next(iter(pretraining_dataset(v2, SEQ, PRED, 8, is_training=False, names="v2")))
+    a = next(iter(pretraining_dataset(InputSpec(v1, SEQ, PRED, 8, is_training=False))))
+    b = next(iter(pretraining_dataset(InputSpec(v2, SEQ, PRED, 8, is_training=False, names="v2"))))
     for name in MODEL_FEATURES:
         np.testing.assert_array_equal(a[name].numpy(), b[name].numpy())
     with pytest.raises(ValueError, match=r"names='v1' was asked but the records of .*v2.tfrecord use the v2"):
-        pretraining_dataset(v2, SEQ, PRED, 8, names="v1")
+        pretraining_dataset(InputSpec(v2, SEQ, PRED, 8, names="v1"))
 
 
 def test_gzip_is_recognised_per_file_and_globs_combine(tmp_path):
@@ -97,13 +98,13 @@ def test_gzip_is_recognised_per_file_and_globs_combine(tmp_path):
     write_records(tmp_path / "part-1.tfrecord.gz", range(10, 20), compression="GZIP")
     write_records(tmp_path / "extra.tfrecord", range(20, 30), names="v1")
     patterns = f"{tmp_path}/part-*,{tmp_path}/extra.tfrecord,{tmp_path}/part-0.tfrecord"
-    ids = instance_ids(pretraining_dataset(patterns, SEQ, PRED, 2, is_training=False))
+    ids = instance_ids(pretraining_dataset(InputSpec(patterns, SEQ, PRED, 2, is_training=False)))
     assert sorted(ids) == list(range(30))  # part-0 named twice is read once
-    only_gzip = pretraining_dataset(str(tmp_path / "part-1.tfrecord.gz"), SEQ, PRED, 2, is_training=False,
-                                    compression="GZIP")
+    only_gzip = pretraining_dataset(InputSpec(str(tmp_path / "part-1.tfrecord.gz"), SEQ, PRED, 2, is_training=False,
+                                              compression="GZIP"))
     assert instance_ids(only_gzip) == list(range(10, 20))
     with pytest.raises(FileNotFoundError, match="nothing-here"):
-        pretraining_dataset(f"{tmp_path}/nothing-here-*", SEQ, PRED, 2)
+        pretraining_dataset(InputSpec(f"{tmp_path}/nothing-here-*", SEQ, PRED, 2))
 
 
 @pytest.mark.parametrize("num_files", [4, 1])
@@ -116,14 +117,16 @@ def test_two_input_pipelines_read_every_record_exactly_once(tmp_path, num_files)
     for pipeline in range(2):
         context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline,
                                              num_replicas_in_sync=2)
-        ids = instance_ids(pretraining_dataset(files, SEQ, PRED, 4, is_training=False, input_context=context))
+        ids = instance_ids(pretraining_dataset(InputSpec(files, SEQ, PRED, 4, is_training=False),
+                                               input_context=context))
         assert len(ids) == 12
         shares.append(set(ids))
     assert sorted(shares[0]) + sorted(shares[1]) != list(range(24)) or num_files == 4
     assert sorted(shares[0] | shares[1]) == list(range(24)) and not shares[0] & shares[1]
     # Training: each pipeline repeats its own share forever, shuffled.
     context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2)
-    ids = instance_ids(pretraining_dataset(files, SEQ, PRED, 4, input_context=context, seed=3), max_batches=12)
+    ids = instance_ids(pretraining_dataset(InputSpec(files, SEQ, PRED, 4, seed=3), input_context=context),
+                       max_batches=12)
     assert len(ids) == 48 and set(ids) <= shares[1] and len(set(ids)) >= 10
 
 
@@ -131,7 +134,7 @@ def test_same_seed_same_order_other_seed_other_order_and_training_repeats(tmp_pa
     files = [write_records(tmp_path / f"f{k}.tfrecord", range(k * 20, k * 20 + 20)) for k in range(3)]
 
     def first(seed):
-        return instance_ids(pretraining_dataset(files, SEQ, PRED, 5, seed=seed, shuffle_buffer=16), 30)
+        return instance_ids(pretraining_dataset(InputSpec(files, SEQ, PRED, 5, seed=seed, shuffle_buffer=16)), 30)
 
     a = first(7)
     assert a == first(7)
@@ -179,7 +182,7 @@ def test_truncated_or_corrupt_file_fails_naming_the_file(tmp_path, damage):
                 f.seek(start + 30)
                 f.write(bytes([byte[0] ^ 0xFF]))
     for is_training in (False, True):
-        dataset = pretraining_dataset([good, bad], SEQ, PRED, 4, is_training=is_training, seed=1)
+        dataset = pretraining_dataset(InputSpec([good, bad], SEQ, PRED, 4, is_training=is_training, seed=1))
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"TFRecord file .*bad\.tfrecord is truncated"):
             for _ in zip(range(100), dataset):
                 pass
@@ -188,13 +191,13 @@ def test_truncated_or_corrupt_file_fails_naming_the_file(tmp_path, damage):
 def test_records_of_another_length_fail_with_expected_and_found_shapes(tmp_path):
     long_path = write_records(tmp_path / "seq32.tfrecord", range(8), seq=32, pred=6)
     with pytest.raises(ValueError, match=r"max_seq_length=16: feature input_ids has shape \[32\], expected \[16\]"):
-        pretraining_dataset(long_path, SEQ, PRED, 4)
+        pretraining_dataset(InputSpec(long_path, SEQ, PRED, 4))
     with pytest.raises(ValueError, match=r"max_predictions_per_seq=4: feature masked_lm_positions has shape "
                                          r"\[6\], expected \[4\]"):
-        pretraining_dataset(write_records(tmp_path / "p6.tfrecord", range(8), pred=6), SEQ, PRED, 4)
+        pretraining_dataset(InputSpec(write_records(tmp_path / "p6.tfrecord", range(8), pred=6), SEQ, PRED, 4))
     # A later file of another length is caught while reading, with its name.
     first = write_records(tmp_path / "a.tfrecord", range(8))
-    dataset = pretraining_dataset([first, long_path], SEQ, PRED, 4, is_training=False, cycle_length=1)
+    dataset = pretraining_dataset(InputSpec([first, long_path], SEQ, PRED, 4, is_training=False, cycle_length=1))
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"A record in .*seq32\.tfrecord .* feature input_ids has shape \[32\], expected \[16\]"):
         list(dataset)
@@ -203,22 +206,22 @@ def test_records_of_another_length_fail_with_expected_and_found_shapes(tmp_path)
 def test_bad_arguments_are_explained(tmp_path):
     path = write_records(tmp_path / "a.tfrecord", range(4))
     with pytest.raises(ValueError, match="batch_size=0 must be a positive integer"):
-        pretraining_dataset(path, SEQ, PRED, 0)
+        pretraining_dataset(InputSpec(path, SEQ, PRED, 0))
     with pytest.raises(ValueError, match="compression='lz4' is unknown"):
-        pretraining_dataset(path, SEQ, PRED, 2, compression="lz4")
+        pretraining_dataset(InputSpec(path, SEQ, PRED, 2, compression="lz4"))
     other = tmp_path / "other.tfrecord"
     with tf.io.TFRecordWriter(str(other)) as writer:
         writer.write(tf.train.Example(features=tf.train.Features(feature={"text": tf.train.Feature(
             bytes_list=tf.train.BytesList(value=[b"hi"]))})).SerializeToString())
     with pytest.raises(ValueError, match=r"neither input_ids \(v1\) nor input_word_ids \(v2\), only \['text'\]"):
-        pretraining_dataset(str(other), SEQ, PRED, 2)
+        pretraining_dataset(InputSpec(str(other), SEQ, PRED, 2))
 
 
 def test_iterator_checkpoint_resumes_with_exactly_the_next_batches(tmp_path):
     files = [write_records(tmp_path / f"f{k}.tfrecord", range(k * 30, k * 30 + 30)) for k in range(3)]
 
     def dataset():
-        return pretraining_dataset(files, SEQ, PRED, 4, seed=11, shuffle_buffer=20, cycle_length=3)
+        return pretraining_dataset(InputSpec(files, SEQ, PRED, 4, seed=11, shuffle_buffer=20, cycle_length=3))
 
     iterator = iter(dataset())
     for _ in range(13):  # mid-epoch (90 records = 22.5 batches)
@@ -247,8 +250,8 @@ def test_input_sets_are_drawn_at_their_weights_deterministically(tmp_path):
     patterns = [f"{tmp_path}/domain-*.tfrecord", write_records(tmp_path / "general.tfrecord", range(10_000, 10_040))]
 
     def drawn(seed, batches=30):
-        return instance_ids(pretraining_dataset(patterns, SEQ, PRED, 100, seed=seed, shuffle_buffer=16,
-                                                weights=[0.8, 0.2]), batches)
+        return instance_ids(pretraining_dataset(InputSpec(patterns, SEQ, PRED, 100, seed=seed, shuffle_buffer=16,
+                                                          weights=[0.8, 0.2])), batches)
 
     ids = drawn(seed=3)
     # 3,000 draws at 0.2: the general set's fraction within 4 binomial standard deviations (0.029) of it. Weights
@@ -259,12 +262,14 @@ def test_input_sets_are_drawn_at_their_weights_deterministically(tmp_path):
     assert drawn(seed=3, batches=5) == ids[:500]  # the same seed, the same draws and order
     assert drawn(seed=4, batches=5) != ids[:500]
     # Each set keeps its own order: the domain records drawn are those the domain set yields alone, in order.
-    domain_alone = instance_ids(pretraining_dataset(patterns[0], SEQ, PRED, 100, seed=3, shuffle_buffer=16), 5)
+    domain_alone = instance_ids(pretraining_dataset(InputSpec(patterns[0], SEQ, PRED, 100, seed=3,
+                                                              shuffle_buffer=16)), 5)
     drawn_domain = [i for i in ids[:500] if i < 10_000]
     assert drawn_domain == domain_alone[:len(drawn_domain)]
     # Row packing works on the mixed stream as on one input: rows of instances of both sets.
-    rows = next(iter(pretraining_dataset(patterns, SEQ, PRED, 32, seed=3, shuffle_buffer=16, weights=[0.8, 0.2],
-                                         row_layout=RowLayout(SEQ, 3, 12), packing_window=64)))
+    rows = next(iter(pretraining_dataset(InputSpec(patterns, SEQ, PRED, 32, seed=3, shuffle_buffer=16,
+                                                   weights=[0.8, 0.2], row_layout=RowLayout(SEQ, 3, 12),
+                                                   packing_window=64))))
     labels = rows["masked_lm_ids"].numpy()
     assert rows["input_instance_ids"].shape == (32, SEQ) and rows["next_sentence_weights"].shape == (32, 3)
     assert (labels >= 10_000).any() and ((labels >= 60) & (labels < 10_000)).any()
@@ -275,17 +280,17 @@ def test_input_sets_that_do_not_match_fail_naming_the_file(tmp_path):
     longer = write_records(tmp_path / "general-seq32.tfrecord", range(20), seq=32, pred=6)
     with pytest.raises(ValueError, match=r"Records in .*general-seq32\.tfrecord do not match max_seq_length=16: "
                                          r"feature input_ids has shape \[32\], expected \[16\]"):
-        pretraining_dataset([domain, longer], SEQ, PRED, 4, seed=1, weights=[0.9, 0.1])
+        pretraining_dataset(InputSpec([domain, longer], SEQ, PRED, 4, seed=1, weights=[0.9, 0.1]))
     v2 = write_records(tmp_path / "general-v2.tfrecord", range(20), names="v2")
     with pytest.raises(ValueError, match=r"The records of .*general-v2\.tfrecord \(v2 names, .*\) do not match those "
                                          r"of .*domain\.tfrecord \(v1 names, .*\): the input sets mixed in one phase"):
-        pretraining_dataset([domain, v2], SEQ, PRED, 4, seed=1, weights=[0.9, 0.1])
+        pretraining_dataset(InputSpec([domain, v2], SEQ, PRED, 4, seed=1, weights=[0.9, 0.1]))
     with pytest.raises(ValueError, match=r"input sets are mixed only for training \(is_training=True\)"):
-        pretraining_dataset([domain, domain], SEQ, PRED, 4, is_training=False, weights=[0.5, 0.5])
+        pretraining_dataset(InputSpec([domain, domain], SEQ, PRED, 4, is_training=False, weights=[0.5, 0.5]))
     with pytest.raises(ValueError, match=r"weights=\[1.0\] needs one input set per weight"):
-        pretraining_dataset([domain, domain], SEQ, PRED, 4, weights=[1.0])
+        pretraining_dataset(InputSpec([domain, domain], SEQ, PRED, 4, weights=[1.0]))
     with pytest.raises(ValueError, match=r"weights=\[0.0, 1.0\] must be positive finite numbers"):
-        pretraining_dataset([domain, domain], SEQ, PRED, 4, weights=[0.0, 1.0])
+        pretraining_dataset(InputSpec([domain, domain], SEQ, PRED, 4, weights=[0.0, 1.0]))
 
 
 def test_mixed_iterator_checkpoint_resumes_with_exactly_the_next_batches(tmp_path):
@@ -293,7 +298,8 @@ def test_mixed_iterator_checkpoint_resumes_with_exactly_the_next_batches(tmp_pat
     general = write_records(tmp_path / "general.tfrecord", range(10_000, 10_030))
 
     def dataset():
-        return pretraining_dataset([domain, general], SEQ, PRED, 4, seed=5, shuffle_buffer=8, weights=[0.7, 0.3])
+        return pretraining_dataset(InputSpec([domain, general], SEQ, PRED, 4, seed=5, shuffle_buffer=8,
+                                             weights=[0.7, 0.3]))
 
     iterator = iter(dataset())
     for _ in range(9):

@@ -1,6 +1,7 @@
 """run_pretraining on real TFRecords, in process: NaN guard, a failed save, exact resume, --init_checkpoint, and the
 options reaching the loop that trains."""
 
+import dataclasses
 import os
 
 import keras
@@ -10,6 +11,7 @@ import tensorflow as tf
 
 from bert_tf import model_dir as model_dir_lib
 from bert_tf.errors import InputError
+from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.optimizers.lamb import Lamb
@@ -50,8 +52,8 @@ def weights(model_dir):
 
 @pytest.fixture
 def built(monkeypatch):
-    """What run_pretraining builds, recorded: its `Trainer`s and its datasets (with the arguments they were built
-    from), so a test can look at the loop, model, optimizer and batches the run really trained with."""
+    """What run_pretraining builds, recorded: its `Trainer`s and its datasets (with the `InputSpec` and input context
+    they were built from), so a test can look at the loop, model, optimizer and batches the run really trained with."""
     record = {"trainers": [], "datasets": []}
 
     class RecordingTrainer(pretraining.Trainer):
@@ -61,9 +63,9 @@ def built(monkeypatch):
 
     real_dataset = pretraining.pretraining_dataset
 
-    def recording_dataset(*args, **kwargs):
-        dataset = real_dataset(*args, **kwargs)
-        record["datasets"].append((args, kwargs, dataset))
+    def recording_dataset(spec, input_context=None):
+        dataset = real_dataset(spec, input_context)
+        record["datasets"].append((spec, input_context, dataset))
         return dataset
 
     monkeypatch.setattr(pretraining, "Trainer", RecordingTrainer)
@@ -138,10 +140,10 @@ def test_dynamic_masking_without_next_sentence(data, tmp_path, built):
     # The batches the run trained on against the same records with their static masks. Both pipelines are built
     # afresh from the run's own arguments, with and without its masker: a first pass over a seeded pipeline gives
     # the run's batches in the run's order (a second pass over the run's own dataset object would reshuffle).
-    (args, kwargs, _), _ = built["datasets"]  # training, then eval
-    assert kwargs["is_training"] and kwargs["masker"] is not None
-    trained_on = built["real_dataset"](*args, **kwargs)
-    static = built["real_dataset"](*args, **dict(kwargs, masker=None))
+    (spec, input_context, _), _ = built["datasets"]  # training, then eval
+    assert spec.is_training and spec.masker is not None
+    trained_on = built["real_dataset"](spec, input_context)
+    static = built["real_dataset"](dataclasses.replace(spec, masker=None), input_context)
     rows = differing = masks_left = 0
     for dynamic, fixed in zip(trained_on.take(10), static.take(10)):
         dynamic, fixed = ({k: v.numpy() for k, v in batch.items()} for batch in (dynamic, fixed))
@@ -281,9 +283,10 @@ def test_an_eval_set_smaller_than_the_batch_is_evaluated_whole(data, tmp_path):
     # one batch of all 13.
     model = load_pretrainer(str(tmp_path / "run"))
     odd = write_records(tmp_path / "odd_eval.tfrecord", 13, SEQ, PRED, seed=8)
-    padded = evaluate(model, pretraining_dataset(odd, SEQ, PRED, 8, is_training=False, drop_remainder=False),
+    padded = evaluate(model, pretraining_dataset(InputSpec(odd, SEQ, PRED, 8, is_training=False,
+                                                           drop_remainder=False)),
                       batch_size=8)
-    whole = evaluate(model, pretraining_dataset(odd, SEQ, PRED, 13, is_training=False))
+    whole = evaluate(model, pretraining_dataset(InputSpec(odd, SEQ, PRED, 13, is_training=False)))
     assert padded["eval_batches"] == 2 and whole["eval_batches"] == 1
     for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss"):
         np.testing.assert_allclose(padded[name], whole[name], rtol=1e-5, err_msg=name)

@@ -107,8 +107,9 @@ def bible_documents(bible_csv):
 def write(documents, tokenizer, directory, num_workers=0, **options):
     os.makedirs(directory)
     files = [os.path.join(directory, f"part-{i}.tfrecord") for i in range(2)]
-    summary = create_pretraining_data(iter(documents), tokenizer, files, InstanceOptions(dupe_factor=1, **options),
-                                      num_workers=num_workers, shard_size_mb=0.05, progress=False)
+    summary = create_pretraining_data(iter(documents), tokenizer, files,
+                                      InstanceOptions(dupe_factor=1, shard_size_mb=0.05, **options),
+                                      num_workers=num_workers, progress=False)
     return summary, files
 
 
@@ -242,13 +243,14 @@ def write_rows(path, arrays):
 
 
 def test_pipeline_packs_unpacked_records_keeping_every_instance(tmp_path):
+    from bert_tf.inputs.input_spec import InputSpec
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 
     instances = short_instances(50, row_length=48, seed=2)
     path = write_rows(tmp_path / "unpacked.tfrecord", instances)
     layout = RowLayout(48, 3, 12)
-    batches = list(pretraining_dataset(path, 48, 4, batch_size=1, is_training=False, row_layout=layout,
-                                       packing_window=16, seed=0))
+    batches = list(pretraining_dataset(InputSpec(path, 48, 4, batch_size=1, is_training=False, row_layout=layout,
+                                                 packing_window=16, seed=0)))
     rows = {name: np.concatenate([np.asarray(b[name]) for b in batches]) for name in batches[0]}
     assert rows["input_position_ids"].shape == (len(batches), 48) and rows["next_sentence_labels"].shape[1] == 3
     back, _ = split_rows(as_records(rows), max_predictions_per_seq=4)
@@ -261,6 +263,7 @@ def test_packed_pipeline_resumes_bit_identically(tmp_path, packed_records):
     import tensorflow as tf
 
     from bert_tf.inputs.dynamic_masking import DynamicMasker
+    from bert_tf.inputs.input_spec import InputSpec
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 
     instances = short_instances(120, row_length=48, seed=5)
@@ -270,8 +273,8 @@ def test_packed_pipeline_resumes_bit_identically(tmp_path, packed_records):
     masker = DynamicMasker(WWM_VOCAB)
 
     def dataset():
-        return pretraining_dataset(path, 48, 4, batch_size=4, seed=7, shuffle_buffer=32, row_layout=layout,
-                                   packing_window=24, masker=masker)
+        return pretraining_dataset(InputSpec(path, 48, 4, batch_size=4, seed=7, shuffle_buffer=32, row_layout=layout,
+                                             packing_window=24, masker=masker))
 
     iterator = iter(dataset())
     for _ in range(3):
@@ -286,13 +289,14 @@ def test_packed_pipeline_resumes_bit_identically(tmp_path, packed_records):
 
 def test_dynamic_masking_counts_and_caps_per_instance(tmp_path):
     from bert_tf.inputs.dynamic_masking import DynamicMasker
+    from bert_tf.inputs.input_spec import InputSpec
     from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 
     instances = short_instances(60, row_length=48, seed=6)
     layout = RowLayout(48, 3, 12)
     path = write_rows(tmp_path / "rows.tfrecord", pack_instances(instances, layout))
-    rows = next(iter(pretraining_dataset(path, 48, 4, batch_size=8, seed=1, masker=DynamicMasker(WWM_VOCAB),
-                                         is_training=False)))
+    rows = next(iter(pretraining_dataset(InputSpec(path, 48, 4, batch_size=8, seed=1,
+                                                   masker=DynamicMasker(WWM_VOCAB), is_training=False))))
     back, row_of = split_rows(as_records(rows), max_predictions_per_seq=4)
     lengths = back["input_mask"].sum(axis=1)
     counts = back["masked_lm_weights"].sum(axis=1)

@@ -57,7 +57,6 @@ def main(argv):
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     summary = create_pretraining_data(documents, tokenizer, output_files, options, num_workers=FLAGS.num_workers,
-                                      shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip,
                                       counts=counts, progress=FLAGS.progress, stop=stop)
     print("\n".join(summary.summary_lines(options)), flush=True)
     return EXIT_PREEMPTED if summary.stopped else EXIT_OK

@@ -45,7 +45,6 @@ def main(argv):
         pipeline = beam.Pipeline(options=PipelineOptions(argv[1:]))
         build_pipeline(pipeline, FLAGS.input_file, FLAGS.output_prefix, FLAGS.vocab_file, options,
                        input_format=FLAGS.input_format, do_lower_case=FLAGS.do_lower_case,
-                       shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip,
                        num_output_files=FLAGS.num_output_files)
         result = pipeline.run()
         result.wait_until_finish()

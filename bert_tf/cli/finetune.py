@@ -116,12 +116,8 @@ def main(argv):
     if tokenizer.vocab_size != encoder.config.vocab_size:
         raise InputError(f"vocab_file {vocab_file} does not match the model's vocab_size="
                          f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")
-    finetune_classifier(
-        encoder, tokenizer, train, dev, recipe.output_dir,
-        max_seq_length=recipe.max_seq_length, num_train_epochs=int(recipe.num_train_epochs),
-        train_batch_size=recipe.train_batch_size, eval_batch_size=recipe.eval_batch_size,
-        learning_rate=recipe.learning_rate, warmup_proportion=recipe.warmup_proportion, vocab_file=vocab_file,
-        do_lower_case=do_lower_case, version=recipe.version, verbose=fit_verbosity(sys.stdout))
+    finetune_classifier(recipe, encoder, tokenizer, train, dev, vocab_file=vocab_file,
+                        verbose=fit_verbosity(sys.stdout))
 
 
 def fit_verbosity(stream):

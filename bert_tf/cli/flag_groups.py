@@ -70,7 +70,7 @@ def define_instance_flags():
     Example:
     >>> define_instance_flags()  # doctest: +SKIP
     """
-    from bert_tf.instances.options import DEFAULT_SHARD_SIZE_MB, InstanceOptions
+    from bert_tf.instances.options import InstanceOptions
 
     if "max_predictions_per_seq" in FLAGS:
         return
@@ -89,12 +89,13 @@ def define_instance_flags():
     flags.DEFINE_float("masked_lm_prob", default.masked_lm_prob, "Masked LM probability.")
     flags.DEFINE_float("short_seq_prob", default.short_seq_prob, "Probability of creating sequences which are "
                                                                  "shorter than the maximum length.")
-    flags.DEFINE_float("shard_size_mb", DEFAULT_SHARD_SIZE_MB,
+    flags.DEFINE_float("shard_size_mb", default.shard_size_mb,
                        "Text per shard: the unit of shuffling, random-next documents and "
                        "parallel work. The output depends on it (and on the seed).")
-    flags.DEFINE_enum("names", "v1", ["v1", "v2"], "Feature names: v1 = input_ids/segment_ids (the original), "
-                                                   "v2 = input_word_ids/input_type_ids (Model Garden).")
-    flags.DEFINE_bool("gzip", False, "Write GZIP-compressed TFRecords.")
+    flags.DEFINE_enum("names", default.names, ["v1", "v2"],
+                      "Feature names: v1 = input_ids/segment_ids (the original), v2 = input_word_ids/input_type_ids "
+                      "(Model Garden).")
+    flags.DEFINE_bool("gzip", default.gzip, "Write GZIP-compressed TFRecords.")
     flags.DEFINE_bool("pack", default.pack, "Write packed rows: up to --max_instances_per_row instances per record, "
                                             "each whole, attention kept within each (docs/record_format.md). Not "
                                             "in the original.")
@@ -118,4 +119,5 @@ def instance_options():
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
         do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed, pack=FLAGS.pack,
-        max_instances_per_row=FLAGS.max_instances_per_row, max_predictions_per_row=FLAGS.max_predictions_per_row)
+        max_instances_per_row=FLAGS.max_instances_per_row, max_predictions_per_row=FLAGS.max_predictions_per_row,
+        shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip)

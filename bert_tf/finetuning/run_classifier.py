@@ -118,22 +118,29 @@ def check_output_dir(output_dir):
                          f"so two runs never mix their models.")
 
 
-def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_length=128, num_train_epochs=3,
-                        train_batch_size=32, eval_batch_size=64, learning_rate=5e-5, warmup_proportion=0.1,
-                        vocab_file=None, do_lower_case=True, version=1, verbose=1):
-    """Fine-tunes `BertClassifier(encoder)` on `train` (`LabelledTexts`), evaluates on `dev` after every epoch,
-    restores the best epoch and writes to `output_dir`: `best.keras`, `labels.txt`, `dev_results.json`,
-    `classifier/<version>` (ids -> probabilities) and `preprocessing/<version>` (text -> ids). `output_dir` must
-    be new or empty; a loss that becomes NaN or infinite raises `NonFiniteLossError` and nothing is exported.
+def finetune_classifier(recipe, encoder, tokenizer, train, dev, *, vocab_file=None, verbose=1):
+    """Fine-tunes `BertClassifier(encoder)` on `train` (`LabelledTexts`) with the settings of `recipe` (a
+    `FinetuningRecipe`: max_seq_length, num_train_epochs, the batch sizes, learning_rate, warmup_proportion,
+    output_dir, version), evaluates on `dev` after every epoch, restores the best epoch and writes to the recipe's
+    `output_dir`: `best.keras`, `labels.txt`, `dev_results.json`, `classifier/<version>` (ids -> probabilities)
+    and, given the model's `vocab_file`, `preprocessing/<version>` (text -> ids, cased as `tokenizer`). The
+    recipe's model and data fields are not read here: `encoder`, `tokenizer`, `train` and `dev` are what they
+    load. `output_dir` must be new or empty; a loss that becomes NaN or infinite raises `NonFiniteLossError` and
+    nothing is exported. `verbose` is Keras `fit`'s.
 
     Example:
-    >>> result = finetune_classifier(bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train, dev,
-    ...                              "finetuned", num_train_epochs=2)  # doctest: +SKIP
+    >>> recipe = FinetuningRecipe(output_dir="finetuned", num_train_epochs=2)  # doctest: +SKIP
+    >>> result = finetune_classifier(recipe, bert_tf.load_encoder("model_dir"), FullTokenizer("vocab.txt"), train,
+    ...                              dev, vocab_file="vocab.txt")  # doctest: +SKIP
     >>> result.best_accuracy  # doctest: +SKIP
     0.91
     """
     from bert_tf.serving import CLASSIFIER, PREPROCESSING, export_classifier, export_preprocessing, version_dir
 
+    max_seq_length, output_dir, train_batch_size = recipe.max_seq_length, recipe.output_dir, recipe.train_batch_size
+    num_train_epochs = int(recipe.num_train_epochs)
+    if not output_dir:
+        raise InputError("The recipe has no output_dir: set it to a new directory for the models and results.")
     if max_seq_length > encoder.config.max_position_embeddings:
         raise InputError(f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
                          f"{encoder.config.max_position_embeddings}.")
@@ -155,10 +162,10 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
 
     num_train_steps = math.ceil(len(train) / train_batch_size) * num_train_epochs
     model = BertClassifier(encoder, num_classes=len(label_names))
-    model.compile(optimizer=create_finetuning_optimizer(learning_rate, num_train_steps,
-                                                        int(warmup_proportion * num_train_steps)),
+    model.compile(optimizer=create_finetuning_optimizer(recipe.learning_rate, num_train_steps,
+                                                        int(recipe.warmup_proportion * num_train_steps)),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
-    evaluation = DevEvaluation(dev_x, dev_y, len(label_names), eval_batch_size,
+    evaluation = DevEvaluation(dev_x, dev_y, len(label_names), recipe.eval_batch_size,
                                os.path.join(output_dir, BEST_MODEL), after_progress_bar=verbose == 1)
     model.fit(train_x, train_y, batch_size=train_batch_size, epochs=num_train_epochs, shuffle=True,
               callbacks=[FiniteLossGuard(), evaluation], verbose=verbose)
@@ -170,10 +177,10 @@ def finetune_classifier(encoder, tokenizer, train, dev, output_dir, max_seq_leng
 
     write_text_atomically(os.path.join(output_dir, LABELS_FILE), "".join(f"{name}\n" for name in label_names))
     paths = {"best_model": os.path.join(output_dir, BEST_MODEL),
-             CLASSIFIER: export_classifier(model, version_dir(output_dir, CLASSIFIER, version), label_names)}
+             CLASSIFIER: export_classifier(model, version_dir(output_dir, CLASSIFIER, recipe.version), label_names)}
     if vocab_file:
         paths[PREPROCESSING] = export_preprocessing(
-            version_dir(output_dir, PREPROCESSING, version), vocab_file, do_lower_case, max_seq_length,
+            version_dir(output_dir, PREPROCESSING, recipe.version), vocab_file, tokenizer.do_lower_case, max_seq_length,
             encoder.config.max_position_embeddings)
     result = FinetuningResult(evaluation.history, evaluation.best_epoch, evaluation.best_accuracy, majority, paths)
     write_text_atomically(os.path.join(output_dir, RESULTS_FILE), json.dumps(dataclasses.asdict(result), indent=2))

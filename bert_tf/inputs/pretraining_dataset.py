@@ -8,8 +8,6 @@ errors that name the broken file and the shapes that do not match.
 """
 
 import concurrent.futures
-import math
-import os
 import random
 
 import tensorflow as tf
@@ -26,133 +24,69 @@ from bert_tf.text.file_patterns import expand_file_patterns
 
 MODEL_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions", "masked_lm_ids",
                   "masked_lm_weights", "next_sentence_labels")
-DEFAULT_SHUFFLE_BUFFER = 1000
 DEFAULT_CYCLE_LENGTH = 8
-DEFAULT_PACKING_WINDOW = 256  # unpacked records packed together (more: fuller rows, more memory)
 # Only these features are needed to mask on the fly; the rest are filled in when the records lack them.
 _DYNAMIC_REQUIRED = ("input_ids",)
 # Input set k (of several mixed) shuffles with seed + k * this: its own order, the first set's as without mixing.
 _SET_SEED_STRIDE = 104_729
 
 
-def pretraining_dataset(input_patterns, max_seq_length, max_predictions_per_seq, batch_size, *, is_training=True,
-                        input_context=None, names="auto", compression="auto",
-                        shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, seed=None, cycle_length=None,
-                        num_parallel_calls=tf.data.AUTOTUNE, masker=None, row_layout=None,
-                        packing_window=DEFAULT_PACKING_WINDOW, weights=None, drop_remainder=True):
-    """Batches of pre-training features read from TFRecords in the original format.
+def pretraining_dataset(spec, input_context=None):
+    """Batches of pre-training features read from TFRecords in the original format, as the `InputSpec` `spec` asks.
 
     Each element is a dict with the model's names: `input_word_ids`, `input_mask`, `input_type_ids` int32
     [batch_size, max_seq_length]; `masked_lm_positions`, `masked_lm_ids` int32 and `masked_lm_weights` float32
-    [batch_size, max_predictions_per_seq]; `next_sentence_labels` int32 [batch_size, 1]. Shapes are static
-    (`drop_remainder=True`, also when `is_training` is False: a last partial batch is left out), unless
-    `drop_remainder=False` (evaluation, which pads the last batch itself: `evaluation.evaluate`).
+    [batch_size, max_predictions_per_seq]; `next_sentence_labels` int32 [batch_size, 1] (packed rows: see
+    `InputSpec.row_layout`). Shapes are static (`drop_remainder=True`, also when `is_training` is False: a last
+    partial batch is left out), unless `drop_remainder=False` (evaluation, which pads the last batch itself:
+    `evaluation.evaluate`).
 
-    Args:
-        input_patterns: a file, a glob, a comma-separated string of them (the original `--input_file`) or a list.
-        max_seq_length, max_predictions_per_seq: the lengths the records were written with; records of another
-            length fail with the expected and found shapes.
-        batch_size: the batch THIS pipeline yields, i.e. global batch / `input_context.num_input_pipelines`. With
-            one pipeline per host (bert-pretrain: a plain `iter(dataset)` on each host's CPU, split across that
-            host's replicas), it is the per-host batch; inside `distribute_datasets_from_function` (one pipeline per
-            replica) it is `input_context.get_per_replica_batch_size(global_batch_size)`.
-        is_training: shuffle and repeat forever (True), or one pass in file order (False).
-        input_context: a `tf.distribute.InputContext`; each pipeline then reads its own share: whole files when
-            there are at least as many files as pipelines, else every n-th record of all files.
-        names: "auto" (from the first record), "v1" (`input_ids`, `segment_ids`) or "v2" (`input_word_ids`,
-            `input_type_ids`).
-        compression: "auto" (gzip recognised by its magic bytes, per file), "" , "GZIP" or "ZLIB".
-        shuffle_buffer: records in the shuffle buffer. An iterator checkpoint stores the buffer, so keep it
-            moderate (the records are already shuffled when written, as in the original, whose buffer was 100).
-        seed: makes the file order, record order and dynamic masks reproducible (needed to resume exactly from
-            an iterator checkpoint); None draws one.
-        cycle_length: files read at once (default min(8, files of this pipeline)).
-        num_parallel_calls: parallelism of reading and parsing.
-        masker: a `DynamicMasker` to mask on the fly (RoBERTa's dynamic masking): the records then need only
-            `input_ids` (up to max_seq_length, padded here); masks already in them are undone and drawn again,
-            a new draw each epoch.
-        row_layout: a `RowLayout` to pack unpacked records into rows of several instances (packed rows,
-            records/packed_rows.py), `packing_window` records at a time; packed records (`--pack`) are read as
-            rows whatever it says, and must have this layout when it is given. Packed batches add
-            `input_position_ids`, `input_instance_ids` [batch_size, max_seq_length] and `next_sentence_positions`,
-            `next_sentence_weights` [batch_size, K]; `next_sentence_labels` is [batch_size, K] and the masked-LM
-            features have the row's prediction slots. `batch_size` counts rows. With a `masker`, the masks are
-            drawn per instance (its own budget and cap), before packing or on the packed rows.
-        weights: several input sets mixed (training only), e.g. a general corpus replayed beside a domain's:
-            `input_patterns` is then a list of input sets (each a pattern string as above) with one positive weight
-            each (normalised to sum to 1). Each set is read as one input is (sharded, interleaved, repeated, with
-            its own shuffle buffer), and records are drawn from the sets at these weights
-            (`tf.data.Dataset.sample_from_datasets`, seeded from `seed`) before parsing, masking and packing. The
-            sets' first records must match the lengths asked for and each other's feature names.
-        drop_remainder: False keeps a last partial batch (not when training: a training pipeline repeats, and its
-            shapes stay static); its batch dimension is then unknown.
+    input_context: a `tf.distribute.InputContext`; each pipeline then reads its own share: whole files when there
+    are at least as many files as pipelines, else every n-th record of all files.
 
     Example:
-    >>> ds = pretraining_dataset("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1)  # doctest: +SKIP
+    >>> ds = pretraining_dataset(InputSpec("out/wiki-*.tfrecord", 128, 20, batch_size=32, seed=1))  # doctest: +SKIP
     >>> batch = next(iter(ds))  # doctest: +SKIP
     >>> batch["input_word_ids"].shape, batch["masked_lm_weights"].dtype  # doctest: +SKIP
     (TensorShape([32, 128]), tf.float32)
     """
-    for arg, value in (("max_seq_length", max_seq_length), ("max_predictions_per_seq", max_predictions_per_seq),
-                       ("batch_size", batch_size), ("shuffle_buffer", shuffle_buffer)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise InputError(f"{arg}={value!r} must be a positive integer.")
-    if not drop_remainder and is_training:
-        raise InputError("drop_remainder=False is for evaluation (is_training=False): training batches keep static "
-                         "shapes.")
-    sets = [_set_files(patterns, compression) for patterns in _input_sets(input_patterns, weights, is_training)]
-    schema = _checked_schema(sets, names, max_seq_length, max_predictions_per_seq, dynamic=masker is not None)
+    seq, pred, batch_size, masker = spec.max_seq_length, spec.max_predictions_per_seq, spec.batch_size, spec.masker
+    sets = [_set_files(patterns, spec.compression) for patterns in spec.input_sets]
+    schema = _checked_schema(sets, spec.names, seq, pred, dynamic=masker is not None)
 
     pipeline_id = input_context.input_pipeline_id if input_context else 0
+    seed = spec.seed
     if seed is None:
         seed = random.SystemRandom().randrange(2 ** 31)
         logging.info("pretraining_dataset: no seed given, drew seed=%d.", seed)
-    records = _mixed_records(sets, weights, input_context, is_training, shuffle_buffer, seed, cycle_length,
-                             num_parallel_calls)
+    num_parallel_calls = tf.data.AUTOTUNE if spec.num_parallel_calls is None else spec.num_parallel_calls
+    records = _mixed_records(sets, spec, input_context, seed, num_parallel_calls)
     mask_seed = (seed * 1_000_003 + pipeline_id) % 2 ** 31
     parallel = dict(num_parallel_calls=num_parallel_calls, deterministic=True)
+    drop_remainder = spec.drop_remainder
     if schema.packed:
-        schema.check_packed(max_seq_length, row_layout)
+        schema.check_packed(seq, spec.row_layout)
         batches = records.batch(batch_size, drop_remainder=drop_remainder).map(_packed_parser(schema), **parallel)
         if masker is not None:
             layout = schema.row_layout
             batches = batches.enumerate().map(
-                lambda index, rows: rows_in_tf_data.mask_rows(masker, rows, layout, max_predictions_per_seq,
+                lambda index, rows: rows_in_tf_data.mask_rows(masker, rows, layout, pred,
                                                           tf.stack([tf.constant(mask_seed, tf.int64), index])),
                 **parallel)
-    elif row_layout is not None:
+    elif spec.row_layout is not None:
         # Windows of instances, masked as records of their own, packed, and rows batched: `batch_size` counts rows.
-        windows = records.batch(packing_window, drop_remainder=is_training)
-        windows = windows.map(_batch_parser(schema, max_seq_length, max_predictions_per_seq, None, masker), **parallel)
+        windows = records.batch(spec.packing_window, drop_remainder=spec.is_training)
+        windows = windows.map(_batch_parser(schema, seq, pred, None, masker), **parallel)
         if masker is not None:
-            windows = masker.mask_batches(windows, max_predictions_per_seq, mask_seed,
-                                          num_parallel_calls=num_parallel_calls)
-        rows = windows.map(lambda instances: rows_in_tf_data.pack_instances(instances, row_layout), **parallel)
+            windows = masker.mask_batches(windows, pred, mask_seed, num_parallel_calls=num_parallel_calls)
+        rows = windows.map(lambda instances: rows_in_tf_data.pack_instances(instances, spec.row_layout), **parallel)
         batches = rows.unbatch().batch(batch_size, drop_remainder=drop_remainder)
     else:
         batches = records.batch(batch_size, drop_remainder=drop_remainder).map(
-            _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size if drop_remainder else None,
-                          masker), **parallel)
+            _batch_parser(schema, seq, pred, batch_size if drop_remainder else None, masker), **parallel)
         if masker is not None:
-            batches = masker.mask_batches(batches, max_predictions_per_seq, mask_seed,
-                                          num_parallel_calls=num_parallel_calls)
+            batches = masker.mask_batches(batches, pred, mask_seed, num_parallel_calls=num_parallel_calls)
     return batches.prefetch(tf.data.AUTOTUNE)
-
-
-def _input_sets(input_patterns, weights, is_training):
-    """The input sets to read: [input_patterns] without weights, else the list of sets, one per weight."""
-    if weights is None:
-        return [input_patterns]
-    if not is_training:
-        raise InputError(f"weights={weights!r}: input sets are mixed only for training (is_training=True); "
-                         f"evaluate on one input (a pattern string or a list of files), without weights.")
-    if isinstance(input_patterns, (str, os.PathLike)) or len(input_patterns) != len(weights):
-        raise InputError(f"weights={weights!r} needs one input set per weight, got input_patterns="
-                         f"{input_patterns!r}: pass a list of pattern strings, one per weight.")
-    for weight in weights:
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < math.inf:
-            raise InputError(f"weights={weights!r} must be positive finite numbers (a share of the records each).")
-    return list(input_patterns)
 
 
 def _set_files(patterns, compression):
@@ -187,22 +121,20 @@ def _form(schema):
             f"{sorted(schema.record_name(name) for name in schema.length_of)}")
 
 
-def _mixed_records(sets, weights, input_context, is_training, shuffle_buffer, seed, cycle_length,
-                   num_parallel_calls):
-    """This pipeline's (path, serialized record) pairs: the one input set's, or drawn from several at `weights`,
-    each set read with its own seed."""
-    per_set = [_pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer,
-                                 seed + k * _SET_SEED_STRIDE, cycle_length, num_parallel_calls)
+def _mixed_records(sets, spec, input_context, seed, num_parallel_calls):
+    """This pipeline's (path, serialized record) pairs: the one input set's, or drawn from several at the spec's
+    weights, each set read with its own seed."""
+    per_set = [_pipeline_records(files, compressions, expected_bytes, input_context, spec,
+                                 seed + k * _SET_SEED_STRIDE, num_parallel_calls)
                for k, (files, compressions, expected_bytes) in enumerate(sets)]
-    if weights is None:
+    if spec.weights is None:
         return per_set[0]
     pipeline_id = input_context.input_pipeline_id if input_context else 0
-    return tf.data.Dataset.sample_from_datasets(per_set, weights=[float(w) for w in weights],
+    return tf.data.Dataset.sample_from_datasets(per_set, weights=[float(w) for w in spec.weights],
                                                 seed=(seed * 1_000_033 + pipeline_id) % 2 ** 31)
 
 
-def _pipeline_records(files, compressions, expected_bytes, input_context, is_training, shuffle_buffer, seed,
-                      cycle_length, num_parallel_calls):
+def _pipeline_records(files, compressions, expected_bytes, input_context, spec, seed, num_parallel_calls):
     """(path, serialized record) pairs this pipeline reads: its own files when there are at least as many files as
     pipelines (else every n-th record of all), interleaved, and when training shuffled and repeated."""
     num_pipelines = input_context.num_input_pipelines if input_context else 1
@@ -216,10 +148,11 @@ def _pipeline_records(files, compressions, expected_bytes, input_context, is_tra
     files_here = len(range(pipeline_id, len(files), num_pipelines)) if shard_by_file else len(files)
     if shard_by_file and num_pipelines > 1:
         file_ds = file_ds.shard(num_pipelines, pipeline_id)
+    is_training = spec.is_training
     if is_training and shard_by_file:
         file_ds = file_ds.shuffle(files_here, seed=seed, reshuffle_each_iteration=True).repeat()
     records = file_ds.interleave(
-        checked_records, cycle_length=min(cycle_length or DEFAULT_CYCLE_LENGTH, files_here), block_length=1,
+        checked_records, cycle_length=min(spec.cycle_length or DEFAULT_CYCLE_LENGTH, files_here), block_length=1,
         num_parallel_calls=num_parallel_calls, deterministic=True)
     if not shard_by_file:
         # Every pipeline reads all files in the same order and keeps every n-th record.
@@ -227,7 +160,7 @@ def _pipeline_records(files, compressions, expected_bytes, input_context, is_tra
         if is_training:
             records = records.repeat()
     if is_training:
-        records = records.shuffle(shuffle_buffer, seed=seed)
+        records = records.shuffle(spec.shuffle_buffer, seed=seed)
     return records
 
 

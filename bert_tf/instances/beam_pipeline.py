@@ -21,7 +21,6 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from bert_tf.errors import InputError
-from bert_tf.instances.options import DEFAULT_SHARD_SIZE_MB
 from bert_tf.instances.pipeline import shard_documents
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.text.corpus import INPUT_FORMATS, CorpusCounts, read_sentence_documents, read_text_documents
@@ -52,11 +51,10 @@ class ReadShards(beam.DoFn):
 class ShardToRecords(beam.DoFn):
     """(shard index, documents) -> serialized tf.train.Example records, through the local pipeline's code."""
 
-    def __init__(self, vocab_file, do_lower_case, options, names):
+    def __init__(self, vocab_file, do_lower_case, options):
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.options = options
-        self.names = names
 
     def setup(self):
         from bert_tf.text.tokenizer import FullTokenizer  # TensorFlow is imported on the workers only
@@ -69,7 +67,7 @@ class ShardToRecords(beam.DoFn):
         shard = TokenizedShard.from_documents(index, documents, self.tokenizer, counts)
         for name in _COUNTED[:-1]:
             Metrics.counter("corpus", name).inc(getattr(counts, name))
-        result = process_shard(shard, self.options, self.vocab, self.names)
+        result = process_shard(shard, self.options, self.vocab)
         Metrics.counter("instances", "instances").inc(result.statistics.instances)
         Metrics.counter("instances", "random_next").inc(result.statistics.random_next)
         Metrics.counter("instances", "predictions").inc(result.statistics.predictions)
@@ -77,9 +75,9 @@ class ShardToRecords(beam.DoFn):
 
 
 def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, input_format="sentences",
-                   do_lower_case=True, shard_size_mb=DEFAULT_SHARD_SIZE_MB, names="v1", gzip=False,
-                   num_output_files=0):
-    """Adds the read -> shard -> instances -> TFRecord steps to `pipeline`; returns the write step's result.
+                   do_lower_case=True, num_output_files=0):
+    """Adds the read -> shard -> instances -> TFRecord steps to `pipeline`; returns the write step's result. The
+    `InstanceOptions` `options` also give the shard size, the records' feature names and their compression.
 
     Example:
     >>> with beam.Pipeline() as pipeline:  # doctest: +SKIP
@@ -89,12 +87,12 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
         raise InputError(f"input_format={input_format!r} is unknown: the Beam pipeline reads {INPUT_FORMATS}.")
     files = expand_file_patterns(input_file)
     types = beam.io.filesystem.CompressionTypes
-    compression = types.GZIP if gzip else types.UNCOMPRESSED
+    compression = types.GZIP if options.gzip else types.UNCOMPRESSED
     return (pipeline
             | "InputFiles" >> beam.Create(list(enumerate(files)))
-            | "ReadShards" >> beam.ParDo(ReadShards(input_format, shard_size_mb))
+            | "ReadShards" >> beam.ParDo(ReadShards(input_format, options.shard_size_mb))
             # Shards are independent units of work: spread them over the workers.
             | "Spread" >> beam.Reshuffle()
-            | "Instances" >> beam.ParDo(ShardToRecords(vocab_file, do_lower_case, options, names))
+            | "Instances" >> beam.ParDo(ShardToRecords(vocab_file, do_lower_case, options))
             | "Write" >> beam.io.WriteToTFRecord(output_prefix, num_shards=num_output_files,
                                                  compression_type=compression))

@@ -1,5 +1,5 @@
-"""The settings of create_pretraining_data, with the original flags' names and defaults, checked on creation by the
-shared config schema (`bert_tf.config_schema`)."""
+"""The settings of create_pretraining_data (and of its Beam pipeline), with the original flags' names and defaults,
+checked on creation by the shared config schema (`bert_tf.config_schema`)."""
 
 import dataclasses
 from typing import Optional
@@ -15,11 +15,13 @@ DEFAULT_SHARD_SIZE_MB = 0.5
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions(Section):
-    """How documents become training instances (the original script's flags).
+    """How documents become training instances (the original script's flags) and the records they are written as.
 
     Example:
     >>> InstanceOptions(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5).pair_rules.max_num_tokens
     125
+    >>> InstanceOptions(names="v2", gzip=True).names
+    'v2'
     """
 
     # The rules' settings default to the rules' own defaults (the original's), so each default has one owner.
@@ -34,6 +36,10 @@ class InstanceOptions(Section):
     pack: bool = False
     max_instances_per_row: int = DEFAULT_MAX_INSTANCES_PER_ROW
     max_predictions_per_row: Optional[int] = None  # None: enough for any row (`default_predictions_per_row`)
+    # Text per shard: the unit of shuffling, random next documents and parallel work (the output depends on it).
+    shard_size_mb: float = DEFAULT_SHARD_SIZE_MB
+    names: str = "v1"  # the records' feature names: "v1" (the original's) or "v2" (input_word_ids, input_type_ids)
+    gzip: bool = False  # GZIP-compressed TFRecords
 
     def __post_init__(self):
         check_field_types(self)
@@ -48,7 +54,8 @@ class InstanceOptions(Section):
                  f"max_seq_length * masked_lm_prob)"),
                 ("dupe_factor", self.dupe_factor >= 1,
                  "must be at least 1 (the number of passes over the corpus, each with new masks); the original uses "
-                 "10, its README 5"))
+                 "10, its README 5"),
+                ("shard_size_mb", self.shard_size_mb > 0, "must be positive (0.5 is a good size)"))
 
     @property
     def row_layout(self):

@@ -24,7 +24,6 @@ import time
 from tqdm import tqdm
 
 from bert_tf.errors import InputError
-from bert_tf.instances.options import DEFAULT_SHARD_SIZE_MB
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.writer import RoundRobinWriter
@@ -105,8 +104,7 @@ def _start_worker():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def create_pretraining_data(documents, tokenizer, output_files, options, *, num_workers=None,
-                            shard_size_mb=DEFAULT_SHARD_SIZE_MB, names="v1", gzip=False, counts=None,
+def create_pretraining_data(documents, tokenizer, output_files, options, *, num_workers=None, counts=None,
                             progress=True, stop=None):
     """Writes the training instances of `documents` to `output_files`; returns a `RunSummary`.
 
@@ -114,11 +112,9 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
         documents: an iterable of documents (lists of sentence strings), e.g. from bert_tf.text.corpus.
         tokenizer: a `FullTokenizer`.
         output_files: paths; record k goes to file k mod len(output_files).
-        options: `InstanceOptions` (the original flags).
+        options: `InstanceOptions`: the original flags, the shard size (the unit of shuffling, random next
+            documents and parallel work), the records' feature names and compression.
         num_workers: processes that build instances (default: the CPU count); 0 builds them in this process.
-        shard_size_mb: text per shard (the unit of shuffling, random next documents and parallel work).
-        names: "v1" (the original's feature names) or "v2" (input_word_ids, input_type_ids).
-        gzip: write GZIP-compressed TFRecords.
         counts: a `CorpusCounts` the reader already updates (lines, undecodable bytes); created if None.
         stop: a `threading.Event` (e.g. set on SIGTERM): once set, no further shard is written, shards in flight
             are dropped, and the files are completed with the shards written so far (`RunSummary.stopped`).
@@ -128,11 +124,9 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
     Example:
     >>> documents = read_documents("corpus.txt", "sentences", counts)  # doctest: +SKIP
     >>> summary = create_pretraining_data(documents, FullTokenizer("vocab.txt"), ["train.tfrecord"],  # doctest: +SKIP
-    ...                                   InstanceOptions(dupe_factor=5), num_workers=2, counts=counts)
+    ...                                   InstanceOptions(dupe_factor=5, gzip=True), num_workers=2, counts=counts)
     >>> print("\\n".join(summary.summary_lines()))  # doctest: +SKIP
     """
-    if shard_size_mb <= 0:
-        raise InputError(f"shard_size_mb={shard_size_mb} must be positive (0.5 is a good size).")
     num_workers = os.cpu_count() if num_workers is None else num_workers
     if num_workers < 0:
         raise InputError(f"num_workers={num_workers} must be >= 0 (0 builds instances in the main process).")
@@ -146,7 +140,7 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
         return stop is not None and stop.is_set()
 
     with tqdm(desc="documents", unit=" doc", disable=not progress, mininterval=1.0) as bar, \
-            _worker_pool(num_workers) as pool, RoundRobinWriter(output_files, gzip=gzip) as writer:
+            _worker_pool(num_workers) as pool, RoundRobinWriter(output_files, gzip=options.gzip) as writer:
         pending = collections.deque()
 
         def write_result(result):
@@ -157,11 +151,11 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
             written_shards += 1
             bar.set_postfix(instances=statistics.instances, refresh=False)
 
-        for index, shard_docs in enumerate(shard_documents(documents, shard_size_mb)):
+        for index, shard_docs in enumerate(shard_documents(documents, options.shard_size_mb)):
             if stopping():
                 break
             shard = TokenizedShard.from_documents(index, shard_docs, tokenizer, counts)
-            args = (shard, options, vocab, names)
+            args = (shard, options, vocab)
             if pool is None:
                 write_result(_process(args))
             else:

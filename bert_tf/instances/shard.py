@@ -103,17 +103,17 @@ def pair_spans(shard, options, rng):
 
 
 def gather_instances(token_ids, spans, max_seq_length, vocab):
-    """[CLS] A [SEP] B [SEP] for every span (rows of `pair_spans`), padded:
-    (ids [N, T], input_mask, segment_ids, lengths [N])."""
+    """[CLS] A [SEP] B [SEP] for every span (rows of `pair_spans`), padded with 0 (the records' vocab has [PAD]
+    first): (ids [N, T], input_mask, segment_ids, lengths [N])."""
     a_start, a_stop, b_start, b_stop = spans[:, :4].T
     ids, input_mask, segment_ids = pack_spans(token_ids, a_start, a_stop, max_seq_length, vocab.cls_id, vocab.sep_id,
-                                              b_start=b_start, b_stop=b_stop, pad_id=vocab.pad_id)
+                                              b_start=b_start, b_stop=b_stop)
     return ids, input_mask, segment_ids, (a_stop - a_start) + (b_stop - b_start) + 3
 
 
-def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
-    """Every instance of a shard, masked, shuffled and serialized -> `ShardResult`. `vocab` is the
-    `bert_tf.text.vocabulary.Vocabulary` the shard was tokenized with.
+def process_shard(shard, options, vocab, chunk_size=8192):
+    """Every instance of a shard, masked, shuffled and serialized with the feature names of `options` ->
+    `ShardResult`. `vocab` is the `bert_tf.text.vocabulary.Vocabulary` the shard was tokenized with.
 
     Instances are gathered, masked and serialized `chunk_size` at a time, so memory holds the shard's serialized
     records and one chunk of arrays, whatever the dupe_factor.
@@ -124,7 +124,7 @@ def process_shard(shard, options, vocab, names="v1", chunk_size=8192):
     spans = pair_spans(shard, options, rng)
     stats = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
     masker = StaticMasker.for_vocabulary(options.masking_rules, vocab)
-    layout = options.row_layout
+    layout, names = options.row_layout, options.names
     encoder = ExampleEncoder([(record_name(name, names), dtype.is_floating) for name, dtype, _ in V1_FEATURES])
     records, chunks = [], []
     for start in range(0, len(spans), chunk_size):

@@ -16,14 +16,17 @@ from bert_tf.records.compression import detect_compression
 from bert_tf.records.schema import schema_of_record
 from bert_tf.text.file_patterns import expand_file_patterns
 
+# Records read from the start of each file: enough to catch a file of another format or vocab, few enough that a
+# run of thousands of files starts at once.
+RECORDS_CHECKED_PER_FILE = 16
 # (v1 name, what bounds its values): ids index the vocab, positions the sequence, segment ids the type table.
 _BOUNDED = (("input_ids", "vocab_size"), ("masked_lm_ids", "vocab_size"),
             ("masked_lm_positions", "max_seq_length"), ("segment_ids", "type_vocab_size"))
 
 
 def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, vocab_size, type_vocab_size=2,
-                       records_per_file=16, masks_drawn_again=False, vocab=None, stats=None):
-    """Reads the first `records_per_file` records of every file and raises an InputError naming the file, the
+                       masks_drawn_again=False, vocab=None, stats=None):
+    """Reads the first `RECORDS_CHECKED_PER_FILE` records of every file and raises an InputError naming the file, the
     feature, the value and the fix when a record is unreadable, lacks a feature, has another length than
     `max_seq_length` / `max_predictions_per_seq`, or holds an id outside [0, vocab_size) (positions outside
     [0, max_seq_length), segment ids outside [0, type_vocab_size)). Returns the files, and logs the records'
@@ -45,8 +48,8 @@ def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, 
     checked = instances = tokens = positions = 0
     total, estimated = 0, False
     for path in files:
-        records = _first_records(path, records_per_file)
-        count, guessed = _record_count(path, records, records_per_file)
+        records = _first_records(path, RECORDS_CHECKED_PER_FILE)
+        count, guessed = _record_count(path, records, RECORDS_CHECKED_PER_FILE)
         total = None if total is None or count is None else total + count
         estimated = estimated or guessed
         if not records:

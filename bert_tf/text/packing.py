@@ -53,9 +53,10 @@ def _ranges(starts, lengths):
     return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - lengths - starts, lengths)
 
 
-def pack_spans(tokens, a_start, a_stop, seq_length, cls_id, sep_id, b_start=None, b_stop=None, pad_id=0):
+def pack_spans(tokens, a_start, a_stop, seq_length, cls_id, sep_id, b_start=None, b_stop=None):
     """numpy: `[CLS] tokens[a_start:a_stop] [SEP] (tokens[b_start:b_stop] [SEP])` for each row of the span arrays
-    [N], padded to `seq_length` -> (input_word_ids, input_mask, input_type_ids) int32 [N, seq_length].
+    [N], padded to `seq_length` -> (input_word_ids, input_mask, input_type_ids) int32 [N, seq_length]. Padding is
+    0 ([PAD]), as the records' and `pack_spans_in_graph`'s.
 
     The spans must already fit (`pair_keep_lengths`); b_start None packs single segments.
 
@@ -76,7 +77,7 @@ def pack_spans(tokens, a_start, a_stop, seq_length, cls_id, sep_id, b_start=None
         raise ValueError(f"A packed sequence of {int(lengths.max())} tokens does not fit seq_length={seq_length}: "
                          f"cut the segments first (pair_keep_lengths).")
     rows = np.arange(len(len_a))
-    ids = np.full((len(len_a), seq_length), pad_id, np.int32)
+    ids = np.zeros((len(len_a), seq_length), np.int32)
     # A fills columns 1 .. len_a, B columns len_a + 2 .. len_a + len_b + 1.
     ids[np.repeat(rows, len_a), _ranges(np.ones_like(len_a), len_a)] = tokens[_ranges(a_start, len_a)]
     ids[:, 0] = cls_id

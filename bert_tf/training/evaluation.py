@@ -33,7 +33,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None, batch_size=None):
 
     Args:
         model: a `BertPretrainer` (created under `strategy`'s scope when one is given).
-        dataset: batches of pre-training features (`pretraining_dataset(..., is_training=False)`).
+        dataset: batches of pre-training features (`pretraining_dataset` of an `InputSpec` with `is_training=False`).
         max_steps: the original `--max_eval_steps` (None: the whole dataset).
         strategy: the `tf.distribute.Strategy` to evaluate on; the current one when None.
         batch_size: the batch every step computes (short batches are padded to it); None: the first batch's size,
@@ -43,7 +43,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None, batch_size=None):
         A dict of floats with `EVAL_METRICS` and `eval_batches` (and the NSP ones only when the model uses NSP).
 
     Example:
-    >>> evaluate(model, pretraining_dataset("heldout.tfrecord", 128, 20, 8, is_training=False),
+    >>> evaluate(model, pretraining_dataset(InputSpec("heldout.tfrecord", 128, 20, 8, is_training=False)),
     ...          max_steps=100)  # doctest: +SKIP
     {'masked_lm_accuracy': 0.41, 'masked_lm_loss': 3.2, ..., 'eval_batches': 100}
     """

@@ -9,6 +9,7 @@ from absl import logging
 
 from bert_tf.atomic_output import make_directories, write_text_atomically
 from bert_tf.errors import InputError
+from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import latest_checkpoint, read_config, restore_weights, vocab_path
 from bert_tf.modeling.pretrainer import BertPretrainer
@@ -72,7 +73,8 @@ def evaluate_model_dir(model_dir, eval_input_file, baseline_input_file=None, bat
         raise InputError(f"{model_dir} holds an encoder without the pre-training heads (converted from an "
                          f"encoder-only model): its masked-LM accuracy would be that of a random head. Pass a "
                          f"directory with the heads (bert-pretrain, or bert-convert of a checkpoint that has them).")
-    dataset = pretraining_dataset(files, seq, pred, batch_size, is_training=False, seed=0, drop_remainder=False)
+    dataset = pretraining_dataset(InputSpec(files, seq, pred, batch_size, is_training=False, seed=0,
+                                            drop_remainder=False))
     results = evaluate(model, dataset, max_steps, batch_size=batch_size)
     baseline_files = expand_file_patterns(baseline_input_file, "baseline_input_file") if baseline_input_file \
         else files

@@ -24,6 +24,7 @@ from bert_tf.atomic_output import check_output_directory
 from bert_tf.config import BertConfig
 from bert_tf.errors import InputError, NonFiniteLossError
 from bert_tf.inputs.dynamic_masking import DynamicMasker
+from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.instances.masking import MaskingRules
 from bert_tf.modeling.pretrainer import BertPretrainer
@@ -273,17 +274,11 @@ class PretrainingRun:
                             "(training accuracy climbs, held-out accuracy does not). Use more text (or a higher "
                             "--dupe_factor when making the records), fewer steps, or --dynamic_masking.",
                             phase.name, MAX_SANE_PASSES)
-        inputs, weights = phase.input_file, None
-        if phase.mixed_inputs:  # records drawn from the phase's own input and each other set at their shares
-            inputs, weights = (list(column) for column in zip(*phase.input_sets))
+        if phase.mixed_inputs:
             logging.info("Phase %s mixes its input sets: %s.", phase.name, phase.input_sets_text)
+        spec = self._input_spec(index, layout.host_batch_size(global_batch))
         iterators = host_iterators(layout.hosts, lambda host: pretraining_dataset(
-            inputs, phase.max_seq_length, phase.max_predictions_per_seq,
-            layout.host_batch_size(global_batch), is_training=True,
-            input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None,
-            shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=parts.masker,
-            row_layout=self._row_layout(phase.max_seq_length, phase.max_predictions_per_seq),
-            packing_window=recipe.row_packing.window, weights=weights))
+            spec, input_context=layout.input_context(host) if layout.num_input_pipelines > 1 else None))
         checkpoint = TrainingCheckpoint(
             directory=parts.ckpt_dir, model=parts.model, optimizer=parts.optimizer, phase=parts.phase_var,
             iterators=iterators, layout=layout, metric_window=parts.controller.window.sums,
@@ -347,22 +342,34 @@ class PretrainingRun:
             logging.info("MFU is measured against %.4g TFLOP/s (%s).", peak.flops_per_second / 1e12, peak.source)
         return peak
 
+    def _input_spec(self, index, batch_size):
+        """The `InputSpec` of phase `index`, each pipeline's batch `batch_size`: its records (drawn from the phase's
+        own input and each other set at their shares when it mixes them), seeded per phase."""
+        recipe, phase = self.recipe, self.recipe.phases[index]
+        inputs, weights = phase.input_file, None
+        if phase.mixed_inputs:
+            inputs, weights = (list(column) for column in zip(*phase.input_sets))
+        return InputSpec(inputs, phase.max_seq_length, phase.max_predictions_per_seq, batch_size,
+                         shuffle_buffer=recipe.shuffle_buffer, seed=recipe.seed + index, masker=self.parts.masker,
+                         row_layout=self._row_layout(phase.max_seq_length, phase.max_predictions_per_seq),
+                         packing_window=recipe.row_packing.window, weights=weights)
+
     def _row_layout(self, max_seq_length, max_predictions_per_seq):
         """The rows the input pipeline packs (None: records as they are); slots sized for the masking rate."""
         rate = self.recipe.dynamic_masking.masked_lm_prob if self.parts.masker else MaskingRules.masked_lm_prob
         return self.recipe.row_packing.row_layout(max_seq_length, max_predictions_per_seq, rate)
 
     def _evaluate(self):
-        spec, last = self.recipe.eval, self.recipe.phases[-1]
-        dataset = pretraining_dataset(spec.input_file, spec.max_seq_length or last.max_seq_length,
-                                      spec.max_predictions_per_seq or last.max_predictions_per_seq,
-                                      spec.eval_batch_size, is_training=False, seed=self.recipe.seed,
-                                      masker=self.parts.masker, row_layout=self._row_layout(
-                                          spec.max_seq_length or last.max_seq_length,
-                                          spec.max_predictions_per_seq or last.max_predictions_per_seq),
-                                      packing_window=self.recipe.row_packing.window, drop_remainder=False)
-        return evaluate(self.parts.model, dataset, spec.max_eval_steps, self.strategy,
-                        batch_size=spec.eval_batch_size)
+        eval_spec = self.recipe.eval
+        # The last phase's input, one pass over the held-out records in file order, at the eval's lengths.
+        last = self._input_spec(len(self.recipe.phases) - 1, eval_spec.eval_batch_size)
+        seq = eval_spec.max_seq_length or last.max_seq_length
+        pred = eval_spec.max_predictions_per_seq or last.max_predictions_per_seq
+        held_out = dataclasses.replace(last, input_patterns=eval_spec.input_file, weights=None, max_seq_length=seq,
+                                       max_predictions_per_seq=pred, row_layout=self._row_layout(seq, pred),
+                                       is_training=False, seed=self.recipe.seed, drop_remainder=False)
+        return evaluate(self.parts.model, pretraining_dataset(held_out), eval_spec.max_eval_steps, self.strategy,
+                        batch_size=eval_spec.eval_batch_size)
 
 
 def create_pretrainer(config, mixed_precision="float32", use_next_sentence=True):

@@ -22,6 +22,7 @@ from absl import logging
 from bert_tf.config import BertConfig
 from bert_tf.config_loading import load_config, shipped_names
 from bert_tf.config_schema import ConfigError, Section, config_flags, field_option
+from bert_tf.inputs.input_spec import DEFAULT_PACKING_WINDOW, DEFAULT_SHUFFLE_BUFFER
 from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -191,7 +192,7 @@ class RowPackingSpec(_Section):
                                  flag="row_packing")
     max_instances_per_row: int = 3
     max_predictions_per_row: Optional[int] = None
-    window: int = 256
+    window: int = DEFAULT_PACKING_WINDOW
 
     def _rules(self):
         return (("max_instances_per_row", self.max_instances_per_row >= 2, "must be at least 2 (Krell et al. use 3)"),
@@ -274,7 +275,7 @@ class Recipe(_Section):
     use_next_sentence: bool = field_option(True, "Train the next-sentence loss (false: masked LM only).")
     eval: EvalSpec = EvalSpec()
     seed: int = field_option(12345, "Seed of the initialisation, the data order and dropout.")
-    shuffle_buffer: int = 100
+    shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER
     # Resuming on another number of input hosts restarts the phase's input instead of stopping (checkpointing.py).
     restart_input_on_resize: bool = False
     # Checkpoints written in a background thread while training goes on.
