@@ -1,6 +1,6 @@
 """The repository explains itself: every document the code, configs, tests and benchmarks cite is in docs/, none
-outside the repository is cited, every backticked name and path of the docs and docstrings exists, and the README
-names every command."""
+outside the repository is cited, every backticked name (dotted or not) and path of the docs and docstrings exists,
+and the README names every command."""
 
 import ast
 import glob
@@ -200,6 +200,100 @@ def test_reference_checker_tells_real_names_from_missing_ones():
                   "input_word_ids", "classifier/<version>", "/job:worker/replica:0/task:1/device:TPU:3",
                   "configs/model/<name>.json"):
         assert package.check(other) is None, other
+
+
+# ---- An undotted name in backticks is a name of this repository or of a codebase it cites -----------------------
+# `read_yaml`, `InputSpec`, `shuffle_buffer`, `create_model()`: the repository's code (bert_tf, tests, bench, tools)
+# must use it (a module, class, function, argument, attribute, flag or string key), or a tracked file or a Makefile
+# target be named so; otherwise it is a name of another codebase, cited on purpose and listed below with its source,
+# or a stale word (a function that was renamed or never existed).
+
+NAME = re.compile(r"^([A-Za-z_]\w*)(?:\(\))?$")
+OTHER_CODEBASES = {
+    "google-research/bert": {
+        "AdamWeightDecayOptimizer", "_do_use_weight_decay", "_get_variable_name", "_is_punctuation",
+        "_truncate_seq_pair", "cand_indexes", "convert_single_example", "create_instances_from_document",
+        "create_masked_lm_predictions", "create_model", "embedding_lookup", "embedding_postprocessor",
+        "gather_indexes", "get_masked_lm_output", "get_next_sentence_output", "load_vocab", "metric_fn",
+        "transformer_model"},
+    "TensorFlow": {
+        "CompositeTensor", "CrossShardOptimizer", "DistributedIterator", "GcpGpuTerminationConfig",
+        "PreemptionCheckpointHandler", "Rank", "distribute_datasets_from_function", "exit_fn",
+        "save_checkpoint_if_preempted", "strategy_combinations", "termination_watcher_fn"},
+    "tensorflow-text": {"MaskValuesChooser", "RandomItemSelector", "RoundRobinTrim", "StateBasedSentenceBreaker"},
+    "XLA": {"hlo_rematerialization"},
+    "Kubernetes": {"terminationGracePeriodSeconds"},
+    "Cloud TPU VMs": {"is_pod"},
+    "the device machine's run tool": {"timeout_s"},
+    # Runs of docs/convergence.md made with throwaway patches, and Bazel's target names by pattern.
+    "docs/convergence.md, BUILD": {"pos_sin_init", "pos_sin_init_x5", "sin_scaled", "test_x", "test_x_large"},
+}
+
+
+def repository_names():
+    """Every name the repository's Python code uses (docstrings left out: they are what is checked), its tracked
+    files' names and the Makefile's targets. This test file is left out: it names missing names on purpose."""
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    names = {part for path in files for part in (os.path.basename(path), os.path.basename(path).split(".")[0])}
+    makefile = open(os.path.join(REPO, "Makefile"), encoding="utf-8").read()
+    names.update(re.findall(r"^([\w-]+):", makefile, flags=re.M))
+    for path in files:
+        if not path.endswith(".py") or path == "tests/test_docs.py" or not os.path.exists(os.path.join(REPO, path)):
+            continue
+        tree = ast.parse(open(os.path.join(REPO, path), encoding="utf-8").read())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and ast.get_docstring(node, clean=False) is not None}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+            elif isinstance(node, ast.keyword) and node.arg:
+                names.add(node.arg)
+            elif isinstance(node, ast.alias):
+                names.update((node.name + "." + (node.asname or "")).split("."))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                names.update(re.findall(r"[A-Za-z_]\w*", node.value))  # flags, feature names, keys, messages
+    return names
+
+
+def undotted_verdict(span, known):
+    """True or False for an undotted name, None for any other backticked text."""
+    match = NAME.match(span.strip())
+    if not match:
+        return None
+    return match.group(1) in known or any(match.group(1) in cited for cited in OTHER_CODEBASES.values())
+
+
+def test_undotted_backticked_names_exist():
+    known = repository_names()
+    checked, unknown = 0, []
+    for where, text in documented_texts():
+        for match in SPAN.finditer(text):
+            verdict = undotted_verdict(match.group(1), known)
+            checked += verdict is not None
+            if verdict is False:
+                unknown.append(f"{where}: `{match.group(1)}`")
+    assert not unknown, ("names in backticks that nothing here defines (a stale word, or a name of another "
+                         "codebase to add to OTHER_CODEBASES with its source):\n" + "\n".join(unknown))
+    assert checked > 1000  # the names are really read (1624 on 2026-11-27)
+
+
+def test_undotted_name_checker_tells_real_names_from_missing_ones():
+    known = repository_names()
+    for real in ("read_yaml", "InputSpec", "shuffle_buffer", "create_model()", "input_word_ids", "dupe_factor",
+                 "Makefile", "create_masked_lm_predictions",
+                 "test_span_algorithm_equals_the_original_on_real_documents"):
+        assert undotted_verdict(real, known) is True, real
+    for missing in ("load_yaml", "NoSuchSpec", "shuffle_buffer_size", "load_yaml()"):
+        assert undotted_verdict(missing, known) is False, missing
+    for other in ("make test", "--input_file", "bert_tf.inputs", "configs/pretrain/*.yaml", "1e-4"):
+        assert undotted_verdict(other, known) is None, other
 
 
 def test_readme_names_every_command():
