@@ -100,6 +100,9 @@ class Phase(_Section):
     train_batch_size: Optional[int] = None
     max_micro_batch_size: Optional[int] = None
     mixed_inputs: typing.Tuple[InputSet, ...] = ()
+    # Scaled to another num_train_steps, the phase keeps at least this many steps, or half the run if fewer
+    # (`scaled_phase_steps`); null: in proportion, as the original's phases.
+    min_num_steps: Optional[int] = None
 
     def _rules(self):
         positive, total = "must be a positive integer", sum(s.share for s in self.mixed_inputs)
@@ -111,6 +114,8 @@ class Phase(_Section):
                 ("train_batch_size", self.train_batch_size is None or self.train_batch_size > 0,
                  "must be a positive integer or null"),
                 ("max_micro_batch_size", self.max_micro_batch_size is None or self.max_micro_batch_size > 0,
+                 "must be a positive integer or null"),
+                ("min_num_steps", self.min_num_steps is None or self.min_num_steps > 0,
                  "must be a positive integer or null"),
                 ("mixed_inputs", total < 1.0,
                  f"must have shares that sum below 1 (they sum to {total:g}; the phase's own input_file reads the "
@@ -380,23 +385,57 @@ def load_recipe(name_or_path):
 
 
 def _rescale_phases(phases, total):
-    """The phases' mappings with their num_steps rescaled in proportion to sum to `total`."""
+    """The phases' mappings with their num_steps rescaled to sum to `total` (`scaled_phase_steps`)."""
     if not isinstance(total, int) or isinstance(total, bool) or total < len(phases):
         raise RecipeError(f"num_train_steps={total!r} must be an integer of at least {len(phases)} (one step per "
                           f"phase).")
-    old_total = sum(p["num_steps"] for p in phases)
-    scaled, used = [], 0
-    for i, phase in enumerate(phases):
-        if i == len(phases) - 1:
-            steps = total - used
-        else:
-            steps = max(1, round(total * phase["num_steps"] / old_total))
-            steps = min(steps, total - used - (len(phases) - 1 - i))
-        used += steps
-        scaled.append(dict(phase, num_steps=steps))
+    counts = scaled_phase_steps([p["num_steps"] for p in phases], total, [p.get("min_num_steps") for p in phases])
+    scaled = [dict(p, num_steps=steps) for p, steps in zip(phases, counts)]
     if len(phases) > 1:
         logging.info("num_train_steps=%d: phases rescaled to %s.", total,
                      ", ".join(f"{p['name']} {p['num_steps']}" for p in scaled))
+    return scaled
+
+
+def scaled_phase_steps(steps, total, min_steps=None):
+    """The phases' steps in a run of `total` steps: in proportion to the recipe's `steps`, except that a phase with
+    a `min_steps` (its `min_num_steps`) keeps at least that many, or half the run if that is fewer, the other phases
+    sharing the rest in proportion. The paper's recipes set none (1M steps as 900k/100k scale to 900/100 of 1,000);
+    `small_fast` sets one for its 128-token phase, which scaled to a small budget in proportion kept too few steps to
+    learn the positions past 32 (docs/convergence.md, "A budget that ends strong").
+
+    >>> scaled_phase_steps([900_000, 100_000], 1000)
+    [900, 100]
+    >>> [scaled_phase_steps([18_000, 2_000], total, [None, 2000]) for total in (1500, 3000, 5000, 20_000)]
+    [[750, 750], [1500, 1500], [3000, 2000], [18000, 2000]]
+    """
+    floors = {i: min(m, total // 2) for i, m in enumerate(min_steps or ()) if m}
+    counts, kept = _in_proportion(steps, total), {}
+    while short := {i: floor for i, floor in floors.items() if i not in kept and counts[i] < floor}:
+        kept.update(short)
+        rest = [i for i in range(len(steps)) if i not in kept]
+        left = total - sum(kept.values())
+        if len(rest) > left or (not rest and left):
+            raise RecipeError(f"num_train_steps={total} cannot give the phases' min_num_steps "
+                              f"({list(min_steps)}) and one step to every other phase: raise num_train_steps "
+                              f"or lower a min_num_steps.")
+        counts = [kept.get(i) for i in range(len(steps))]
+        for i, count in zip(rest, _in_proportion([steps[i] for i in rest], left) if rest else ()):
+            counts[i] = count
+    return counts
+
+
+def _in_proportion(steps, total):
+    """`steps` rescaled in proportion to sum to `total`, each at least 1, the last taking what rounding leaves."""
+    scaled, used = [], 0
+    for i, count in enumerate(steps):
+        if i == len(steps) - 1:
+            count = total - used
+        else:
+            count = max(1, round(total * count / sum(steps)))
+            count = min(count, total - used - (len(steps) - 1 - i))
+        used += count
+        scaled.append(count)
     return scaled
 
 
