@@ -90,8 +90,9 @@ def tiny_config_fixture():
 # The longest test files of either tier (minutes each), collected first: `make test` and `make test-large` hand
 # whole files to their two workers in collection order (--no-loadscope-reorder; xdist's default order, most tests
 # first, started the longest files last and kept one worker busy long after the other was done).
-LONGEST_FIRST = ("test_demo.py", "test_readme_quick_start.py", "test_pretrain_cli.py", "test_distributed_training.py", "test_finetune_cli.py",
-                 "test_bad_inputs.py", "test_serving.py", "test_replica_dropout.py", "test_compiled_program.py")
+LONGEST_FIRST = ("test_demo.py", "test_readme_quick_start.py", "test_pretrain_cli.py", "test_distributed_training.py",
+                 "test_finetune_cli.py", "test_bad_inputs.py", "test_serving.py", "test_replica_dropout.py",
+                 "test_compiled_program.py")
 
 
 def pytest_collection_modifyitems(items):
