@@ -65,59 +65,31 @@ def read_corpus(counts):
 
 def define_instance_flags():
     """The original create_pretraining_data flags (vocab, casing, lengths, masking, seed, duplication) plus the
-    shard size, the feature names and compression of the records.
+    shard size, the feature names and compression of the records: the vocab and casing here, the others generated
+    from `InstanceOptions`' fields (their helps and defaults).
 
     Example:
     >>> define_instance_flags()  # doctest: +SKIP
     """
+    from bert_tf.cli.config_flags import define_config_flags
     from bert_tf.instances.options import InstanceOptions
 
     if "max_predictions_per_seq" in FLAGS:
         return
-    default = InstanceOptions()
     flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
     flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text. Should be True for uncased "
                                              "models and False for cased models.")
-    flags.DEFINE_bool("do_whole_word_mask", default.do_whole_word_mask, "Whether to use whole word masking rather "
-                                                                        "than per-WordPiece masking.")
-    flags.DEFINE_integer("max_seq_length", default.max_seq_length, "Maximum sequence length.")
-    flags.DEFINE_integer("max_predictions_per_seq", default.max_predictions_per_seq,
-                         "Maximum number of masked LM predictions per sequence.")
-    flags.DEFINE_integer("random_seed", default.random_seed, "Random seed for data generation.")
-    flags.DEFINE_integer("dupe_factor", default.dupe_factor, "Number of times to duplicate the input data (with "
-                                                             "different masks).")
-    flags.DEFINE_float("masked_lm_prob", default.masked_lm_prob, "Masked LM probability.")
-    flags.DEFINE_float("short_seq_prob", default.short_seq_prob, "Probability of creating sequences which are "
-                                                                 "shorter than the maximum length.")
-    flags.DEFINE_float("shard_size_mb", default.shard_size_mb,
-                       "Text per shard: the unit of shuffling, random-next documents and "
-                       "parallel work. The output depends on it (and on the seed).")
-    flags.DEFINE_enum("names", default.names, ["v1", "v2"],
-                      "Feature names: v1 = input_ids/segment_ids (the original), v2 = input_word_ids/input_type_ids "
-                      "(Model Garden).")
-    flags.DEFINE_bool("gzip", default.gzip, "Write GZIP-compressed TFRecords.")
-    flags.DEFINE_bool("pack", default.pack, "Write packed rows: up to --max_instances_per_row instances per record, "
-                                            "each whole, attention kept within each (docs/record_format.md). Not "
-                                            "in the original.")
-    flags.DEFINE_integer("max_instances_per_row", default.max_instances_per_row,
-                         "With --pack: instances per row at most (Krell et al. use 3).")
-    flags.DEFINE_integer("max_predictions_per_row", None,
-                         "With --pack: masked-LM slots per row, shared by its instances (default: "
-                         "ceil(max_seq_length * masked_lm_prob) + max_instances_per_row, enough for any row).")
+    define_config_flags(InstanceOptions, __name__, with_defaults=True)
 
 
 def instance_options():
-    """The `InstanceOptions` the instance flags give.
+    """The `InstanceOptions` the instance flags give (each flag's default is its field's).
 
     Example:
     >>> instance_options().max_seq_length  # doctest: +SKIP
     128
     """
+    from bert_tf.config_schema import config_flags
     from bert_tf.instances.options import InstanceOptions
 
-    return InstanceOptions(
-        max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
-        do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed, pack=FLAGS.pack,
-        max_instances_per_row=FLAGS.max_instances_per_row, max_predictions_per_row=FLAGS.max_predictions_per_row,
-        shard_size_mb=FLAGS.shard_size_mb, names=FLAGS.names, gzip=FLAGS.gzip)
+    return InstanceOptions(**{flag.path: FLAGS[flag.name].value for flag in config_flags(InstanceOptions)})

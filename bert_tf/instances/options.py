@@ -4,7 +4,7 @@ checked on creation by the shared config schema (`bert_tf.config_schema`)."""
 import dataclasses
 from typing import Optional
 
-from bert_tf.config_schema import Section, check_field_types
+from bert_tf.config_schema import Section, check_field_types, field_option
 from bert_tf.instances.masking import MaskingRules
 from bert_tf.instances.sentence_pairs import SentencePairRules
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW, RowLayout
@@ -24,22 +24,33 @@ class InstanceOptions(Section):
     'v2'
     """
 
-    # The rules' settings default to the rules' own defaults (the original's), so each default has one owner.
-    max_seq_length: int = SentencePairRules.max_seq_length
-    max_predictions_per_seq: int = MaskingRules.max_predictions_per_seq
-    masked_lm_prob: float = MaskingRules.masked_lm_prob
-    short_seq_prob: float = SentencePairRules.short_seq_prob
-    dupe_factor: int = 10
-    do_whole_word_mask: bool = MaskingRules.do_whole_word_mask
-    random_seed: int = 12345
+    # The rules' settings default to the rules' own defaults (the original's), so each default has one owner. A
+    # field's help makes it a flag of bert-create-pretraining-data and its Beam pipeline (`cli/config_flags.py`).
+    max_seq_length: int = field_option(SentencePairRules.max_seq_length, "Maximum sequence length.")
+    max_predictions_per_seq: int = field_option(MaskingRules.max_predictions_per_seq,
+                                                "Maximum number of masked LM predictions per sequence.")
+    masked_lm_prob: float = field_option(MaskingRules.masked_lm_prob, "Masked LM probability.")
+    short_seq_prob: float = field_option(SentencePairRules.short_seq_prob, "Probability of creating sequences which "
+                                                                           "are shorter than the maximum length.")
+    dupe_factor: int = field_option(10, "Number of times to duplicate the input data (with different masks).")
+    do_whole_word_mask: bool = field_option(MaskingRules.do_whole_word_mask,
+                                            "Whether to use whole word masking rather than per-WordPiece masking.")
+    random_seed: int = field_option(12345, "Random seed for data generation.")
     # An option beyond the original: several instances per record (records/packed_rows.py).
-    pack: bool = False
-    max_instances_per_row: int = DEFAULT_MAX_INSTANCES_PER_ROW
-    max_predictions_per_row: Optional[int] = None  # None: enough for any row (`default_predictions_per_row`)
+    pack: bool = field_option(False, "Write packed rows: up to --max_instances_per_row instances per record, each "
+                                     "whole, attention kept within each (docs/record_format.md). Not in the original.")
+    max_instances_per_row: int = field_option(DEFAULT_MAX_INSTANCES_PER_ROW,
+                                              "With --pack: instances per row at most (Krell et al. use 3).")
+    max_predictions_per_row: Optional[int] = field_option(  # None: enough for any row (`default_predictions_per_row`)
+        None, "With --pack: masked-LM slots per row, shared by its instances (default: "
+              "ceil(max_seq_length * masked_lm_prob) + max_instances_per_row, enough for any row).")
     # Text per shard: the unit of shuffling, random next documents and parallel work (the output depends on it).
-    shard_size_mb: float = DEFAULT_SHARD_SIZE_MB
-    names: str = "v1"  # the records' feature names: "v1" (the original's) or "v2" (input_word_ids, input_type_ids)
-    gzip: bool = False  # GZIP-compressed TFRecords
+    shard_size_mb: float = field_option(DEFAULT_SHARD_SIZE_MB, "Text per shard: the unit of shuffling, random-next "
+                                                               "documents and parallel work. The output depends on it "
+                                                               "(and on the seed).")
+    names: str = field_option("v1", "Feature names: v1 = input_ids/segment_ids (the original), v2 = "
+                                    "input_word_ids/input_type_ids (Model Garden).", choices=("v1", "v2"))
+    gzip: bool = field_option(False, "Write GZIP-compressed TFRecords.")
 
     def __post_init__(self):
         check_field_types(self)
