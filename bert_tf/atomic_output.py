@@ -111,6 +111,23 @@ def make_directories(directory):
     tf.io.gfile.makedirs(directory)
 
 
+def check_output_file(path):
+    """Refuses, with one line, a file output at a path that cannot hold one (a directory, FIFO, socket or block
+    device), without opening it; returns what the path is now (`node_kind`). A command calls it before its work
+    starts; `AtomicFile` calls it again when it is made.
+
+    Example:
+    >>> check_output_file("/dev/null"), check_output_file("/no/such/out.tfrecord")
+    ('character device', 'absent')
+    """
+    kind = node_kind(path)
+    if kind == "directory":
+        raise InputError(f"{path} is a directory: pass a file path for the output.")
+    if kind not in ("absent", "file", "character device"):
+        _refuse_file(path, kind)
+    return kind
+
+
 class CommitOnSuccess:
     """A context manager over outputs that are complete or absent: when the block ends without an error it calls
     `commit()`; otherwise `discard()`, and the error goes on as `explained(error)` tells it (e.g. a full device as
@@ -147,11 +164,7 @@ class AtomicFile(CommitOnSuccess):
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        kind = node_kind(self.path)
-        if kind == "directory":
-            raise InputError(f"{self.path} is a directory: pass a file path for the output.")
-        if kind not in ("absent", "file", "character device"):
-            _refuse_file(self.path, kind)
+        kind = check_output_file(self.path)
         self.through_device = kind == "character device"
         parent = os.path.dirname(self.path)
         if parent and not self.through_device:

@@ -18,8 +18,9 @@ from helpers import REPO
 PACKAGE = os.path.join(REPO, "bert_tf")
 COMPAT = os.path.join(PACKAGE, "compat")
 INTERNAL_MODULES = ("tensorflow.python", "tensorflow.core", "tensorflow.compiler", "tensorflow.lite", "keras.src")
-# Documented Python functions whose names start with "_" (os._exit: leave without the interpreter's teardown).
-PUBLIC_UNDERSCORED = {"_exit"}
+# Documented Python functions whose names start with "_" (os._exit: leave without the interpreter's teardown;
+# a NamedTuple's _replace: a copy with fields replaced).
+PUBLIC_UNDERSCORED = {"_exit", "_replace"}
 # Bases whose private methods the package's classes may override only when registered.
 FRAMEWORK_BASES = (tf.Module, keras.layers.Layer, keras.Model, keras.optimizers.Optimizer,
                    tensorflow_internals.Trackable, keras.optimizers.schedules.LearningRateSchedule, tf.train.Checkpoint)

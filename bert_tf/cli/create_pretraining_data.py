@@ -39,6 +39,7 @@ HELP_GROUPS = {
 
 def main(argv):
     del argv
+    from bert_tf.atomic_output import check_output_file
     from bert_tf.instances.pipeline import create_pretraining_data
     from bert_tf.records.writer import check_outputs_spare_inputs, expand_output_files
     from bert_tf.text.corpus import CorpusCounts
@@ -47,6 +48,8 @@ def main(argv):
 
     options = flag_groups.instance_options()
     output_files = expand_output_files(FLAGS.output_file)
+    for path in output_files:  # before the worker processes start: a refused output ends the run with nothing done
+        check_output_file(path)
     if FLAGS.input_format in ("sentences", "text") and FLAGS.input_file:
         check_outputs_spare_inputs(output_files, expand_file_patterns(FLAGS.input_file), "an input corpus file")
     check_outputs_spare_inputs(output_files, [FLAGS.vocab_file], "the vocab file")

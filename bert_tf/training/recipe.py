@@ -24,6 +24,7 @@ from bert_tf.config_loading import load_config, shipped_names
 from bert_tf.config_schema import ConfigError, Section, config_flags, field_option
 from bert_tf.inputs.input_spec import DEFAULT_PACKING_WINDOW, DEFAULT_SHUFFLE_BUFFER
 from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW
 
 OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -195,7 +196,7 @@ class RowPackingSpec(_Section):
     enabled: bool = field_option(False, "Pack unpacked records into rows of several instances in the input pipeline "
                                         "(the batch counts rows; records written with --pack are packed already).",
                                  flag="row_packing")
-    max_instances_per_row: int = 3
+    max_instances_per_row: int = DEFAULT_MAX_INSTANCES_PER_ROW
     max_predictions_per_row: Optional[int] = None
     window: int = DEFAULT_PACKING_WINDOW
 
