@@ -17,6 +17,7 @@ Example:
 import atexit
 import importlib.util
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import runpy
 import subprocess
@@ -33,9 +34,34 @@ _context = None
 def _fork_server():
     global _context
     if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(["warm_imports"])
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["warm_imports"])
+        # Python 3.11's fork server drops the sys.path it is handed (its `main` takes `sys_path` and never sets it)
+        # and ignores a preload it cannot import, so it would fork cold children in silence: it finds warm_imports,
+        # which lives beside this file, through PYTHONPATH, set for its start only.
+        saved = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (os.path.dirname(os.path.abspath(__file__)), saved)))
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            if saved is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = saved
+        _context = context
     return _context
+
+
+def forked_child_has_imported(module):
+    """Whether a child of the warm parent starts with `module` imported (`tensorflow`, when the parent is warm)."""
+    process = _fork_server().Process(target=_exit_unless_imported, args=(module,))
+    process.start()
+    process.join(60)
+    return process.exitcode == 0
+
+
+def _exit_unless_imported(module):
+    sys.exit(0 if module in sys.modules else 1)
 
 
 def run_warm(module, args, cwd, env, timeout):

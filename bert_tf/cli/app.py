@@ -17,7 +17,7 @@ from absl import app, flags, logging
 
 from bert_tf.cli.exit_codes import EXIT_INTERRUPTED, classify, exit_with
 from bert_tf.cli.flag_parsing import parse_flags
-from bert_tf.cli.quiet_tensorflow import describe_devices
+from bert_tf.cli.quiet_tensorflow import describe_devices, start_tensorflow_quietly
 
 
 def program_name(main):
@@ -49,6 +49,11 @@ def run(main, *, required_flags=(), pass_on_unknown_flags=False, check_inputs=No
     """
     program = program_name(main)
     flags.mark_flags_as_required(list(required_flags))
+    if "tensorflow" in sys.modules:
+        # Imported before the command ran (a script that calls `run()`): TensorFlow's import queued an absl
+        # callback that lists the devices as absl starts, which would print the C++ start-up lines ("failed call
+        # to cuInit"). Listing them quietly now leaves that callback nothing to print.
+        start_tensorflow_quietly()
     app.run(functools.partial(_run_main, main, program, check_inputs),
             flags_parser=functools.partial(parse_flags, program, known_only=pass_on_unknown_flags))
 
