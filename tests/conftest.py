@@ -87,12 +87,16 @@ def tiny_config_fixture():
     return tiny_config()
 
 
-# The longest test files of either tier (minutes each), collected first: `make test` and `make test-large` hand
-# whole files to their two workers in collection order (--no-loadscope-reorder; xdist's default order, most tests
-# first, started the longest files last and kept one worker busy long after the other was done).
+# The test files of either tier that take longest (from the demo's minutes down to about 15 s), longest first:
+# `make test` and `make test-large` hand whole files to their two workers in collection order
+# (--no-loadscope-reorder), so the long files start early and the short ones, collected after them, fill in at the
+# end. xdist's default order (most tests first) started long files last and kept one worker busy long after the
+# other was done.
 LONGEST_FIRST = ("test_demo.py", "test_readme_quick_start.py", "test_pretrain_cli.py", "test_distributed_training.py",
-                 "test_finetune_cli.py", "test_bad_inputs.py", "test_serving.py", "test_replica_dropout.py",
-                 "test_compiled_program.py")
+                 "test_pretraining_faults.py", "test_serving.py", "test_finetune_cli.py", "test_trainer.py",
+                 "test_compiled_program.py", "test_replica_dropout.py", "test_tf_hub_api.py", "test_fill_mask.py",
+                 "test_bad_inputs.py", "test_finetuning.py", "test_pretraining_dataset.py", "test_row_packing.py",
+                 "test_device_loop.py", "test_quiet_output.py", "test_cli_evaluate.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -18,7 +18,8 @@ class ReusableModule(tf.Module):
     not store; the convention needs them stored, so this class replaces the properties with plain attributes.
 
     Args:
-        call: `call(inputs, training)` -> dict of tensors.
+        call: `call(inputs, training)` -> dict of tensors: a Python function, or a `tf.function` that other entry
+            points of the SavedModel call too (each then reuses its traces).
         input_specs: the structure of `inputs` as specs (e.g. a dict of `tf.TensorSpec`).
         variables: the tf.Variables `call` reads; `trainable_variables`: those fine-tuning updates.
 
@@ -38,7 +39,7 @@ class ReusableModule(tf.Module):
         self.trainable_variables = list(trainable_variables)
         self.regularization_losses = []
 
-        int32_call = tf.function(call)
+        int32_call = call if isinstance(call, tf.types.experimental.GenericFunction) else tf.function(call)
 
         def reusable_call(inputs, training=False):
             return int32_call(tf.nest.map_structure(_as_declared, inputs, input_specs), training)
