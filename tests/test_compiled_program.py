@@ -1,8 +1,8 @@
-"""What an accelerator run relies on, checked on the lowered program (HLO) of the multi-step training loop, at the
-real BERT-base and BERT-large shapes under mixed_bfloat16, without running it: no host transfers, no dynamic
-shapes, every matrix multiplication in bfloat16, and exactly the FLOPs the MFU counts (accelerators/flops.py).
-The paper models are lowered under OneDeviceStrategy, whose update takes TPUStrategy's branch (`merge_call`, see
-`Trainer._apply_if`); the tiny loops below lower the default strategy's plain `tf.cond`."""
+"""What an accelerator run relies on, checked on the lowered program (HLO) of the multi-step training loop under
+mixed_bfloat16, without running it, for the tiny model and (large tier) at the real BERT-base and BERT-large
+shapes: no host transfers, no dynamic shapes, every matrix multiplication in bfloat16, and exactly the FLOPs the
+MFU counts (accelerators/flops.py). These are lowered under OneDeviceStrategy, whose update takes TPUStrategy's
+branch (`merge_call`, see `Trainer._apply_if`); the other tiny loops lower the default strategy's plain `tf.cond`."""
 
 import keras
 import numpy as np
@@ -21,13 +21,16 @@ from helpers import tiny_model_section
 BATCH = 32  # sequences on one replica, at the first phase's 128 tokens and 20 predictions
 
 
-def lowered_summary(name, mixed_precision="mixed_bfloat16", micro_batch_size=BATCH):
-    """The recipe and its loop's summary, lowered on TPUStrategy's update branch."""
-    recipe = load_recipe(name).with_overrides(mixed_precision=mixed_precision)
+def lowered_summary(recipe, micro_batch_size=BATCH):
+    """The summary of the recipe's loop, lowered on TPUStrategy's update branch."""
     loop = lower_training_loop(recipe, micro_batch_size=micro_batch_size, steps=2,
                                strategy=tf.distribute.OneDeviceStrategy("/cpu:0"))
     assert loop.update_branch == "merge_call"
-    return recipe, ProgramSummary.from_hlo_module(loop.compiler_ir("hlo_serialized"))
+    return ProgramSummary.from_hlo_module(loop.compiler_ir("hlo_serialized"))
+
+
+def paper_recipe(name):
+    return load_recipe(name).with_overrides(mixed_precision="mixed_bfloat16")
 
 
 def assert_accelerator_ready(recipe, summary):
@@ -41,16 +44,23 @@ def assert_accelerator_ready(recipe, summary):
     return expected
 
 
+def test_tiny_loop_on_the_tpu_update_branch_is_one_bfloat16_program_with_the_counted_flops():
+    """The checks of the paper models below on the tiny model: the structure is the same at every size."""
+    recipe = tiny_recipe(mixed_precision="mixed_bfloat16")
+    assert_accelerator_ready(recipe, lowered_summary(recipe))
+
+
+@pytest.mark.large
 def test_bert_base_loop_is_one_bfloat16_program_with_the_counted_flops():
-    recipe, summary = lowered_summary("bert_base_paper")
-    expected = assert_accelerator_ready(recipe, summary)
+    recipe = paper_recipe("bert_base_paper")
+    expected = assert_accelerator_ready(recipe, lowered_summary(recipe))
     assert round(expected / 1e12, 3) == 2.238  # TFLOP per step of 32 x 128 tokens
 
 
 @pytest.mark.large
 def test_bert_large_loop_is_one_bfloat16_program_with_the_counted_flops():
-    recipe, summary = lowered_summary("bert_large_paper")
-    assert_accelerator_ready(recipe, summary)
+    recipe = paper_recipe("bert_large_paper")
+    assert_accelerator_ready(recipe, lowered_summary(recipe))
 
 
 def tiny_recipe(**overrides):
