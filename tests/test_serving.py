@@ -56,7 +56,8 @@ def exported(tmp_path_factory, uncased_vocab):
     paths[TOKEN_CLASSIFIER] = export_classifier(task_models[TOKEN_CLASSIFIER], version_dir(out, TOKEN_CLASSIFIER),
                                                 TAGS)
     paths[SPAN_QA] = export_span_qa(task_models[SPAN_QA], version_dir(out, SPAN_QA))
-    return {"root": root, "pretrainer": pretrainer, "task_models": task_models, "paths": paths}
+    return {"root": root, "pretrainer": pretrainer, "task_models": task_models, "paths": paths,
+            "export_stderr": process.stderr}
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +133,16 @@ def test_saved_model_cli_run_gives_the_keras_outputs(exported, tmp_path):
     diffs = max_diffs(got, want)
     print("encoder_mlm mlm saved_model_cli max |diff|", diffs)
     assert max(diffs.values()) <= TOLERANCE
+
+
+def test_bert_export_prints_no_tensorflow_info_lines(exported):
+    for words in ("Assets written to", "Writing fingerprint", "Sharding callback duration", "unsupported characters"):
+        assert words not in exported["export_stderr"], exported["export_stderr"]
+    # What remains: the device line and the command's own progress (absl lines logged from bert_tf's export.py).
+    lines = exported["export_stderr"].strip().splitlines()
+    assert lines[0] == "bert-export: running on the CPU (no GPU found)"
+    assert all(re.match(r"I\d{4} [\d:.]+ +\d+ export\.py:\d+\] Wrote ", line) for line in lines[1:]), lines
+    assert len(lines) == 4
 
 
 @pytest.mark.parametrize("model_name", TASK_MODELS)
