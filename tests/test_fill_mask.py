@@ -8,19 +8,23 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertPretrainer
-from bert_tf.model_dir import write_model_dir
-from bert_tf.serving import MaskFiller, export_model_dir
+from bert_tf.serving import ENCODER_MLM, PREPROCESSING, MaskFiller, export_encoder, export_preprocessing, version_dir
 from helpers import run_cli, tiny_config
 from pretraining_records import write_vocab
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
+    """What `bert-export --model_dir` writes that filling masks reads (`encoder_mlm` and `preprocessing`) for a
+    random tiny model."""
     root = tmp_path_factory.mktemp("fill_mask")
     vocab = write_vocab(root / "vocab.txt")
-    write_model_dir(str(root / "model"), BertPretrainer(tiny_config()), vocab)
-    export_model_dir(str(root / "model"), str(root / "exported"), seq_length=16)
-    return root / "exported"
+    pretrainer = BertPretrainer(tiny_config())
+    exported = root / "exported"
+    export_encoder(pretrainer, version_dir(str(exported), ENCODER_MLM), vocab, with_mlm=True)
+    export_preprocessing(version_dir(str(exported), PREPROCESSING), vocab, seq_length=16,
+                         max_seq_length=pretrainer.config.max_position_embeddings)
+    return exported
 
 
 def by_hand(exported, text, positions):
