@@ -43,8 +43,8 @@ test: lint
 
 # The large tier: the full demo and its accuracy, fine-tune acceptance, the BERT-base and BERT-large programs and
 # memory estimates, the other multi-process runs, the round trips through transformers, keras-hub and TF Hub, the
-# Beam command, and TensorFlow's step under jax's XLA (`jax-venv`). Run it before a release or a change to training, conversion or
-# distribution; CI runs it after `make test`.
+# Beam command, and TensorFlow's step under jax's XLA (`jax-venv`). Run it before a release or a change to
+# training, conversion or distribution; CI runs it after `make test`.
 test-large: $(STAMP) $(JAX_STAMP)
 	$(PYTEST) -m large tests
 

@@ -23,6 +23,7 @@ import runpy
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 # Read when TensorFlow or Keras is imported: a child forked after the import cannot honour a new value.
 IMPORT_TIME_ENV = ("PYTHONPATH", "TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "KERAS_BACKEND",
@@ -39,15 +40,9 @@ def _fork_server():
         # Python 3.11's fork server drops the sys.path it is handed (its `main` takes `sys_path` and never sets it)
         # and ignores a preload it cannot import, so it would fork cold children in silence: it finds warm_imports,
         # which lives beside this file, through PYTHONPATH, set for its start only.
-        saved = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (os.path.dirname(os.path.abspath(__file__)), saved)))
-        try:
+        path = os.pathsep.join(filter(None, (os.path.dirname(os.path.abspath(__file__)), os.environ.get("PYTHONPATH"))))
+        with mock.patch.dict(os.environ, PYTHONPATH=path):
             multiprocessing.forkserver.ensure_running()
-        finally:
-            if saved is None:
-                del os.environ["PYTHONPATH"]
-            else:
-                os.environ["PYTHONPATH"] = saved
         _context = context
     return _context
 
