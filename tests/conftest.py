@@ -95,7 +95,7 @@ def tiny_config_fixture():
 # other was done.
 LONGEST_FIRST = ("test_demo.py", "test_readme_quick_start.py", "test_pretrain_cli.py", "test_distributed_training.py",
                  "test_pretraining_faults.py", "test_serving.py", "test_finetune_cli.py", "test_trainer.py",
-                 "test_compiled_program.py", "test_replica_dropout.py", "test_tf_hub_api.py", "test_fill_mask.py",
+                 "test_compiled_program.py", "test_replica_dropout.py", "test_tf_hub_api.py",
                  "test_bad_inputs.py", "test_finetuning.py", "test_pretraining_dataset.py", "test_row_packing.py",
                  "test_device_loop.py", "test_quiet_output.py", "test_cli_evaluate.py")
 

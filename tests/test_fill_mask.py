@@ -1,5 +1,6 @@
 """`bert-fill-mask` and `MaskFiller`: the top-k words for each [MASK] of raw text, through the exported
-SavedModels, equal to masking the same positions of the preprocessing model's ids by hand."""
+SavedModels, equal to masking the same positions of the preprocessing model's ids by hand. The SavedModels are the
+small demo's (conftest's `small_demo`): what `bert-export --model_dir` wrote for a trained model."""
 
 import re
 
@@ -7,24 +8,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertPretrainer
-from bert_tf.serving import ENCODER_MLM, PREPROCESSING, MaskFiller, export_encoder, export_preprocessing, version_dir
-from helpers import run_cli, tiny_config
-from pretraining_records import write_vocab
+from bert_tf.serving import MaskFiller
+from helpers import run_cli
+
+# Words of the demo's vocab, each one WordPiece: the packed ids of TEXT are [CLS] and the ... [SEP], so the masks
+# sit at positions 3 and 5.
+TEXT, FILLED, POSITIONS = "and the [MASK] said [MASK]", "and the lord said god", [3, 5]
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """What `bert-export --model_dir` writes that filling masks reads (`encoder_mlm` and `preprocessing`) for a
-    random tiny model."""
-    root = tmp_path_factory.mktemp("fill_mask")
-    vocab = write_vocab(root / "vocab.txt")
-    pretrainer = BertPretrainer(tiny_config())
-    exported = root / "exported"
-    export_encoder(pretrainer, version_dir(str(exported), ENCODER_MLM), vocab, with_mlm=True)
-    export_preprocessing(version_dir(str(exported), PREPROCESSING), vocab, seq_length=16,
-                         max_seq_length=pretrainer.config.max_position_embeddings)
-    return exported
+def exported(small_demo):
+    """The exported folder of the small demo: `encoder_mlm` and `preprocessing` are what filling masks reads."""
+    return small_demo.output_dir / "exported"
 
 
 def by_hand(exported, text, positions):
@@ -43,8 +38,9 @@ def by_hand(exported, text, positions):
 def test_fill_mask_equals_masking_the_preprocessed_ids_by_hand(exported):
     filler = MaskFiller(str(exported))
     assert filler.wordpieces("[MASK]") != ["[MASK]"]  # why the text is cut at each [MASK]
-    predictions = filler("w1 w2 [MASK] w3 [MASK]", top_k=4)
-    expected = by_hand(exported, "w1 w2 w9 w3 w7", [3, 5])  # [CLS] w1 w2 _ w3 _ [SEP]
+    assert all(filler.wordpieces(word) == [word] for word in FILLED.split())
+    predictions = filler(TEXT, top_k=4)
+    expected = by_hand(exported, FILLED, POSITIONS)
     assert len(predictions) == 2
     for words, probabilities in zip(predictions, expected):
         assert [token for token, _ in words] == [filler.vocab[i] for i in np.argsort(-probabilities,
@@ -53,11 +49,11 @@ def test_fill_mask_equals_masking_the_preprocessed_ids_by_hand(exported):
 
 
 def test_bert_fill_mask_prints_the_top_k_of_each_mask(exported):
-    done = run_cli("fill_mask", f"--saved_model={exported}", "--text=w1 w2 [MASK] w3 [MASK]", "--top_k=3")
+    done = run_cli("fill_mask", f"--saved_model={exported}", f"--text={TEXT}", "--top_k=3")
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert [line.split(":")[0] for line in lines] == ["[MASK] 1", "[MASK] 2"], done.stdout
-    expected = MaskFiller(str(exported))("w1 w2 [MASK] w3 [MASK]", top_k=3)
+    expected = MaskFiller(str(exported))(TEXT, top_k=3)
     for line, words in zip(lines, expected):
         shown = re.findall(r"(\S+) (\d\.\d{4})", line.split(": ", 1)[1])
         assert [(token, float(p)) for token, p in shown] == [(token, round(p, 4)) for token, p in words]

@@ -91,7 +91,7 @@ def lower_training_loop(recipe, phase_index=0, micro_batch_size=None, accumulati
     batches = {name: tf.zeros([steps, batch] + shape, tf.float32 if name.endswith("_weights") else tf.int32)
                for name, shape in shapes.items()}
     function = tf.function(lambda data: trainer.run_steps(lambda i: ({k: v[i] for k, v in data.items()},), steps),
-                           jit_compile=True)
+                           jit_compile=True, autograph=False)
     return LoweredLoop(function, batches, trainer, branch)
 
 

@@ -168,6 +168,7 @@ def _packed_parser(schema):
     """(paths [B], serialized [B]) -> packed rows with the model's names (the format version left out)."""
     spec = schema.feature_spec()
 
+    @tf.autograph.experimental.do_not_convert  # TensorFlow ops only: nothing to convert
     def parse(paths, serialized):
         parsed = tf.io.parse_example(serialized, spec)
         parsed.pop(schema.record_name(FORMAT_FEATURE))
@@ -197,6 +198,7 @@ def _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, m
 
         return tf.cond(ok, lambda: ok, fail)
 
+    @tf.autograph.experimental.do_not_convert  # TensorFlow ops only: nothing to convert
     def parse(paths, serialized):
         parsed = tf.io.parse_example(serialized, ragged_spec)
         dense, checks = {}, []

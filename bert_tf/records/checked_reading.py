@@ -37,6 +37,7 @@ def expected_record_bytes(path, compression):
     return -1
 
 
+@tf.autograph.experimental.do_not_convert  # runs inside `interleave`; TensorFlow ops only
 def checked_records(path, compression, expected_bytes, buffer_size=None):
     """A file's serialized records as (file name, record) pairs; a read error or short file fails naming the file.
 

@@ -8,7 +8,7 @@ from bert_tf.modeling.encoder import ENCODER_INPUTS
 from bert_tf.modeling.pretrainer import PRETRAINER_INPUTS
 from bert_tf.serving.input_checks import checked_inputs, id_specs
 from bert_tf.serving.reusable_module import ReusableModule
-from bert_tf.serving.serving_module import ServingModule
+from bert_tf.serving.serving_module import ServingModule, graph_function
 
 # `default` is the text-embedding API's name for the pooled output (what `hub.KerasLayer(encoder)` users read).
 SERVING_OUTPUTS = ("default", "pooled_output", "sequence_output")
@@ -69,7 +69,7 @@ class EncoderModule(ReusableModule, ServingModule):
 
         # Traced once per value of `training`; `__call__`, `serve`, `train` and `serving_default` call the traced
         # function instead of tracing the encoder again (which made an export several times slower).
-        @tf.function
+        @graph_function
         def call(inputs, training):
             return encode(checked_inputs({k: inputs[k] for k in ENCODER_INPUTS}, config), training)
 
@@ -83,18 +83,18 @@ class EncoderModule(ReusableModule, ServingModule):
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.bert_config_file = tf.saved_model.Asset(config_file)
         self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
-        self.serve = tf.function(lambda inputs: serving_outputs(inputs, False), input_signature=[specs])
-        self.train = tf.function(lambda inputs: serving_outputs(inputs, True), input_signature=[specs])
+        self.serve = graph_function(lambda inputs: serving_outputs(inputs, False), input_signature=[specs])
+        self.train = graph_function(lambda inputs: serving_outputs(inputs, True), input_signature=[specs])
 
         # Signatures take flat named tensors, so these spell their inputs out.
         def serving_default(input_word_ids, input_mask, input_type_ids):
             return serving_outputs({"input_word_ids": input_word_ids, "input_mask": input_mask,
                                     "input_type_ids": input_type_ids}, False)
 
-        self.serving_default = tf.function(serving_default, input_signature=list(specs.values()))
+        self.serving_default = graph_function(serving_default, input_signature=list(specs.values()))
         self.mlm = self.mlm_signature = None
         if masked_lm is not None:
-            @tf.function
+            @graph_function
             def mlm_call(inputs, training):
                 inputs = checked_inputs({k: inputs[k] for k in PRETRAINER_INPUTS}, config)
                 outputs = encode(inputs, training)
@@ -113,7 +113,7 @@ class EncoderModule(ReusableModule, ServingModule):
                 return {"mlm_logits": mlm_call(inputs, False)["mlm_logits"]}
 
             if mlm_signature:
-                self.mlm_signature = tf.function(mlm_logits, input_signature=list(mlm_specs.values()))
+                self.mlm_signature = graph_function(mlm_logits, input_signature=list(mlm_specs.values()))
 
     def signature_functions(self):
         """`serving_default`, and `mlm` with a masked-LM head."""

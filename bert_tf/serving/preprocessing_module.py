@@ -11,7 +11,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.serving.input_checks import check_seq_length
-from bert_tf.serving.serving_module import ServingModule
+from bert_tf.serving.serving_module import ServingModule, graph_function
 from bert_tf.text.normalization import (
     DELETED_CHARACTERS_RE2,
     MARK_CHARACTERS_RE2,
@@ -88,8 +88,8 @@ class Tokenize(tf.Module):
                 text = tf.strings.regex_replace(text, _MARK, "")
             return unknown_if_overlong(text, *self.tokenizer.tokenize_with_offsets(text))
 
-        self.__call__ = tf.function(tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
-        self.get_special_tokens_dict = tf.function(
+        self.__call__ = graph_function(tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        self.get_special_tokens_dict = graph_function(
             lambda: {name: tf.constant(value, tf.int32) for name, value in special_ids.items()}, input_signature=[])
 
 
@@ -147,7 +147,7 @@ class BertPackInputs(tf.Module):
                 empty = tf.zeros(tf.stack([segments[0].nrows(out_type=tf.int32), seq_length]), tf.int32)
             return {"input_word_ids": empty, "input_mask": empty, "input_type_ids": empty}
 
-        self.__call__ = tf.function(bert_pack_inputs)
+        self.__call__ = graph_function(bert_pack_inputs)
         # Restored functions run only the traces saved with them: one per number of segments and rank of each
         # (a Python seq_length is converted to the int32 scalar these take); three segments fail by name.
         by_rank = {2: tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1),
@@ -199,8 +199,8 @@ class PreprocessingModule(ServingModule):
             segments = [self.tokenize.__call__(text_a), self.tokenize.__call__(text_b)]
             return self.bert_pack_inputs.__call__(segments, seq_length)
 
-        self.__call__ = self.serve = self.serving_default = tf.function(text, input_signature=[text_spec])
-        self.text_pair = tf.function(text_pair, input_signature=[text_spec, text_spec])
+        self.__call__ = self.serve = self.serving_default = graph_function(text, input_signature=[text_spec])
+        self.text_pair = graph_function(text_pair, input_signature=[text_spec, text_spec])
 
     def signature_functions(self):
         """`serving_default` (one segment) and `text_pair`."""

@@ -3,6 +3,8 @@
 
 import tensorflow as tf
 
+from bert_tf.serving.serving_module import graph_function
+
 
 class ReusableModule(tf.Module):
     """`__call__(inputs, training=False)` (dict in, dict out), traced for both values of `training` so dropout
@@ -39,12 +41,12 @@ class ReusableModule(tf.Module):
         self.trainable_variables = list(trainable_variables)
         self.regularization_losses = []
 
-        int32_call = call if isinstance(call, tf.types.experimental.GenericFunction) else tf.function(call)
+        int32_call = call if isinstance(call, tf.types.experimental.GenericFunction) else graph_function(call)
 
         def reusable_call(inputs, training=False):
             return int32_call(tf.nest.map_structure(_as_declared, inputs, input_specs), training)
 
-        self.__call__ = tf.function(reusable_call)
+        self.__call__ = graph_function(reusable_call)
         for specs in (input_specs, tf.nest.map_structure(_int64_variant, input_specs)):
             for training in (False, True):
                 self.__call__.get_concrete_function(specs, training=training)

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from bert_tf.serving.encoder_module import plain_variables
 from bert_tf.serving.input_checks import checked_inputs, id_specs
-from bert_tf.serving.serving_module import ServingModule
+from bert_tf.serving.serving_module import ServingModule, graph_function
 
 
 class TaskModule(ServingModule):
@@ -37,7 +37,7 @@ class TaskModule(ServingModule):
             inputs = {"input_word_ids": input_word_ids, "input_mask": input_mask, "input_type_ids": input_type_ids}
             return self.serving_outputs(model(checked_inputs(inputs, config), training=False))
 
-        self.serving_default = tf.function(serving_default, input_signature=list(id_specs().values()))
+        self.serving_default = graph_function(serving_default, input_signature=list(id_specs().values()))
 
     @staticmethod
     def serving_outputs(outputs):

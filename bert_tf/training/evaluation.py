@@ -68,7 +68,7 @@ def evaluate(model, dataset, max_steps=None, strategy=None, batch_size=None):
             sums.update(nsp_correct=nsp["correct"], nsp_loss=nsp["loss"], examples=nsp["count"])
         return tf.stack([sums[name] for name in names])
 
-    @tf.function
+    @tf.function(autograph=False)  # no tensor-dependent Python control flow to convert
     def batch_sums(batch):
         per_replica = strategy.run(replica_sums, args=(split_over_local_replicas(strategy, layout, batch),))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)

@@ -126,11 +126,15 @@ class Trainer:
     def _trace_functions(self):
         """(Re)creates the step functions: a trace holds the micro-batching it was traced with."""
         scope = self._jit_scope
-        self._compute_gradients = (tf.function(self._gradients, jit_compile=True) if scope == "gradients"
-                                   else self._gradients)
-        self._step = tf.function(self._replica_step, jit_compile=True) if scope == "step" else self._replica_step
+        # autograph=False: the step's control flow is written as TensorFlow ops (`tf.while_loop`, `tf.cond`), so
+        # nothing needs converting, and each process starts its first loop sooner (converting the step's functions
+        # took about a second).
+        self._compute_gradients = (tf.function(self._gradients, jit_compile=True, autograph=False)
+                                   if scope == "gradients" else self._gradients)
+        self._step = (tf.function(self._replica_step, jit_compile=True, autograph=False) if scope == "step"
+                      else self._replica_step)
         self.train_loop = tf.function(lambda iterators, num_steps: self.run_steps(
-            lambda step: tuple(next(iterator) for iterator in _per_host(iterators)), num_steps))
+            lambda step: tuple(next(iterator) for iterator in _per_host(iterators)), num_steps), autograph=False)
 
     def use_max_micro_batch_size(self, max_micro_batch_size):
         """Micro-batches of at most `max_micro_batch_size` sequences from the next loop on (each phase its own:
@@ -178,12 +182,20 @@ class Trainer:
         one reduction)."""
         self.strategy.run(lambda: self._totals.assign(tf.zeros_like(self._totals)))
         read_stop = self.reads_stop_flag
-        steps = tf.constant(0)
+
         # The condition reads only the counter and the stop flag, never a replica's output, so issuing step
-        # i + 1 never waits for step i's numbers.
-        while steps < num_steps and not (read_stop and self._stop_flag()):
+        # i + 1 never waits for step i's numbers. The flag is read only while steps remain.
+        def more_steps(steps):
+            more = steps < num_steps
+            if not read_stop:
+                return more
+            return tf.cond(more, lambda: tf.logical_not(self._stop_flag()), lambda: more)
+
+        def step(steps):
             self.distributed_step(next_batch(steps))
-            steps += 1
+            return (steps + 1,)
+
+        steps, = tf.while_loop(more_steps, step, (tf.constant(0),))
         return steps, self._totals.read_value()
 
     def _stop_flag(self):
