@@ -390,7 +390,7 @@ def test_a_stopped_run_with_mixed_inputs_resumes_bit_identically(data, tmp_path,
         run_pretraining(bad, str(tmp_path / "bad"), peak_tflops=1.0)
 
 
-def short_run_args(data, model_dir, steps=3000, iterations_per_loop=50, save_checkpoints_steps=10_000):
+def short_run_args(data, model_dir, steps=1500, iterations_per_loop=50, save_checkpoints_steps=10_000):
     """`bert-pretrain` flags of a one-phase run of the tiny model (about 2 ms a step here) that writes no checkpoint
     of its own before its end, unless `save_checkpoints_steps` says so."""
     recipe = one_phase_recipe(data, f"short_{steps}", steps, iterations_per_loop=iterations_per_loop,
@@ -425,7 +425,7 @@ def test_ctrl_c_saves_within_the_step_and_the_same_command_resumes(data, tmp_pat
     process, stderr = signal_while_training(args, signal.SIGINT)
     assert process.returncode == 130, stderr[-3000:]
     saved = latest_step(model_dir)  # the run's only checkpoint before its end is the one Ctrl-C wrote
-    assert saved is not None and 100 <= saved < 3000, stderr[-3000:]
+    assert saved is not None and 100 <= saved < 1500, stderr[-3000:]
     assert "SIGINT received: saving a checkpoint after the current step" in stderr
     last = stderr.strip().splitlines()[-1]
     assert last == (f"bert-pretrain: stopped by SIGINT (Ctrl-C) at step {saved} after saving {model_dir}/ckpt-{saved}; "
@@ -433,7 +433,7 @@ def test_ctrl_c_saves_within_the_step_and_the_same_command_resumes(data, tmp_pat
     assert "Traceback" not in stderr
     resumed = run_cli("pretrain", *args)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"(step {saved})" in resumed.stderr and latest_step(model_dir) == 3000
+    assert f"(step {saved})" in resumed.stderr and latest_step(model_dir) == 1500
 
 
 # Ctrl-C while the watcher waits for the loop to save (here: forever), then Ctrl-C again.
