@@ -236,6 +236,7 @@ def test_solve_glue_tasks_tutorial(hub_models, tmp_path, uncased_vocab):
     np.testing.assert_allclose(result["serving"], result["original"], atol=1e-6)
 
 
+@pytest.mark.large  # a round trip through tensorflow-hub and tf-keras, like the tutorials above
 def test_tf_hub_model_pages_api(hub_models, tmp_path, uncased_vocab):
     """The preprocessor page (tokenize, optional seq_length, rank-2 and rank-3 segments, special tokens), the
     encoder page (default output, `.mlm` dict in and out, trainable) and the Model Garden guide's call."""
