@@ -37,7 +37,7 @@ lint: $(STAMP)
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 # The default tier, after the linter: every unit test and bad-input row, one two-process run with a restart,
-# preemption and resume, and a small end-to-end demo. About 9 minutes on 2 cores; run it after every change.
+# preemption and resume, and a small end-to-end demo. About 8.5 minutes on 2 cores; run it after every change.
 test: lint
 	$(PYTEST) -m "not large" tests
 
