@@ -140,7 +140,7 @@ def test_set_assignments():
         parse_assignments(["learning_rate"])
 
 
-BEFORE = os.path.join(REPO, "tests", "fixtures", "configs_before_issue_29")
+BEFORE = os.path.join(REPO, "tests", "fixtures", "files_of_version_0_1")
 
 
 def test_a_model_dirs_recipe_yaml_written_before_loads_and_writes_back_its_values():
