@@ -1,7 +1,10 @@
 """The controller's host loop and the metric window, driven by a plain Python trainer: which steps each loop call
-runs, where the log's rows and the checkpoints fall, what SIGTERM, a maintenance notice and a non-finite loss do.
-The fake trainer's step k has loss k, so every row's mean says which steps it covered."""
+runs, where the log's rows and the checkpoints fall, what SIGTERM, a maintenance notice, a non-finite loss and the
+train and eval actions do. The fake trainer's step k has loss k, so every row's mean says which steps it covered.
+One real tiny run checks that an action's stop leaves a run that resumes."""
 
+import dataclasses
+import os
 import types
 
 import numpy as np
@@ -11,7 +14,11 @@ import tensorflow as tf
 from bert_tf.errors import NonFiniteLossError
 from bert_tf.training.controller import Controller
 from bert_tf.training.metric_window import MetricWindow
+from bert_tf.training.pretraining import PretrainingRun, run_pretraining
+from bert_tf.training.recipe import Recipe
 from bert_tf.training.trainer import LoopResult
+from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
+from pretraining_records import write_records, write_vocab
 
 PHASE = types.SimpleNamespace(name="seq128")
 
@@ -196,3 +203,64 @@ def test_metric_window_survives_a_checkpoint_and_times_only_this_process(tmp_pat
     result, seconds = restored.close()
     # The mean over all five steps; the speed from the three steps (and six seconds) this window timed.
     assert result.means == {"loss": 7.0} and result.steps == 3 and seconds == 6.0
+
+
+def test_train_actions_see_every_row_and_one_can_stop_the_run(tmp_path):
+    trainer = FakeTrainer()
+    rows = []
+
+    def stop_after_step_10(metrics):
+        return metrics["step"] >= 10
+
+    ctrl, log = controller(trainer, save_checkpoints_steps=100, train_actions=[rows.append, stop_after_step_10])
+    checkpoint = FakeCheckpoint(str(tmp_path))
+    assert ctrl.train_phase(PHASE, None, checkpoint, end=30, flops_per_step=1.0, global_batch=8) is True
+    assert [(row["step"], row["loss"]) for row in rows] == [(5, 3.0), (10, 8.0)]
+    assert trainer.step == 10 and trainer.calls == [5, 5]
+    assert checkpoint.saved == [10]  # saved at the stop, though the recipe saves every 100 steps
+    assert ctrl.stop_asked_by.endswith("stop_after_step_10")
+
+
+def test_evaluations_every_n_steps_feed_the_eval_actions(tmp_path):
+    # Rows every 4 steps, an evaluation each time a row passes a multiple of 10: at steps 12, 20 and 32.
+    trainer = FakeTrainer()
+    evals = []
+    ctrl, log = controller(trainer, iterations_per_loop=4, save_checkpoints_steps=100, eval_every_steps=10,
+                           evaluator=lambda: {"accuracy": trainer.step / 100}, eval_actions=[evals.append])
+    assert ctrl.train_phase(PHASE, None, FakeCheckpoint(str(tmp_path)), end=34, flops_per_step=1.0,
+                            global_batch=8) is False
+    assert [(e["step"], e["accuracy"]) for e in evals] == [(12, 0.12), (20, 0.2), (32, 0.32)]
+    assert [step for step, _ in log.evals] == [12, 20, 32] and ctrl.stop_asked_by is None
+
+
+def test_an_action_stops_a_real_run_cleanly_and_the_run_resumes(tmp_path):
+    """A tiny real run whose eval action asks to stop at step 10 of 20: the run saves there and returns; the same
+    command later resumes from step 10 and finishes."""
+    seq, pred = 16, 4
+    records = write_records(tmp_path / "train.tfrecord", 64, seq, pred)
+    recipe = Recipe.from_dict({
+        "name": "actions_test",
+        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                  "num_hidden_layers": 1, "max_position_embeddings": seq},
+        "vocab_file": write_vocab(tmp_path / "vocab.txt"), "train_batch_size": 4, "num_train_steps": 20,
+        "num_warmup_steps": 2, "save_checkpoints_steps": 1000, "iterations_per_loop": 5,
+        "phases": [{"name": "seq16", "num_steps": 20, "max_seq_length": seq, "max_predictions_per_seq": pred,
+                    "input_file": records}],
+        "eval": {"input_file": records, "eval_batch_size": 8, "max_eval_steps": 2}})
+    model_dir = str(tmp_path / "run")
+    run = PretrainingRun(recipe, model_dir, peak_tflops=1.0)
+    run.prepare()
+    rows, evals = [], []
+    run.parts = dataclasses.replace(
+        run.parts, controller=dataclasses.replace(
+            run.parts.controller, eval_every_steps=10, train_actions=[rows.append],
+            eval_actions=[evals.append, lambda results: results["step"] >= 10]))
+    assert run.train() is True
+    assert run.step == 10 and [row["step"] for row in rows] == [5, 10]
+    assert [e["step"] for e in evals] == [10] and 0.0 <= evals[0]["masked_lm_accuracy"] <= 1.0
+    assert read_eval_results(model_dir)["global_step"] == 10
+    assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-10")
+
+    result = run_pretraining(recipe, model_dir, peak_tflops=1.0)
+    assert result.completed and result.step == 20 and result.checkpoint.endswith("ckpt-20")
+    assert [row["step"] for row in read_history(os.path.join(model_dir, HISTORY_FILE))] == [5, 10, 15, 20]
