@@ -12,8 +12,9 @@ def masked_lm_loss(logits, label_ids, label_weights):
     """sum(w * -log p(label)) / (sum(w) + 1e-5), in float32. logits [B, P, V]; ids, weights [B, P].
 
     -log p(label) is the original's -sum(one_hot * log_softmax), computed as logsumexp - label logit by the
-    backend's fused sparse cross-entropy: the same math without a [B, P, V] one-hot (a third of the step of a
-    small model at V=30522). A label outside [0, V) is an error here, where the one-hot silently gave 0.
+    backend's fused sparse cross-entropy: the same math without materialising a [B, P, V] one-hot, so a small
+    model's step is faster (docs/measurements.md, "Inside the step"). A label outside [0, V) is an error here,
+    where the one-hot silently gave 0.
     """
     weights = ops.cast(label_weights, "float32")
     return masked_lm_loss_of_sums(ops.sum(weights * sparse_cross_entropy(logits, label_ids)), ops.sum(weights))
@@ -63,8 +64,8 @@ def sparse_cross_entropy(logits, labels):
 def first_argmax(x):
     """The index of the largest value along the last axis, the first one on ties (-0.0 == +0.0): what the
     original's tf.argmax gives. Written as min(where(x == max, index, n)): two reductions that XLA fuses, where
-    keras' argmax adds four passes over the [B, P, V] logits to order -0.0 below +0.0 (measured at V=30522: 21 vs
-    32 ms without XLA, 14 vs 39 ms with it; top_k(k=1) is faster without XLA but 10x slower with it)."""
+    keras' argmax adds four passes over the [B, P, V] logits to order -0.0 below +0.0, and top_k(k=1) is slow
+    under XLA (timings in docs/measurements.md, "Inside the step")."""
     x = ops.cast(x, "float32")
     size = ops.shape(x)[-1]
     is_max = ops.equal(x, ops.max(x, axis=-1, keepdims=True))

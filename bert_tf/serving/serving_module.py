@@ -6,7 +6,7 @@ import tensorflow as tf
 
 # How every function of a SavedModel this package writes is traced: without autograph. They are written with
 # TensorFlow's control-flow ops (`tf.cond`, `tf.debugging.Assert`, ...), so nothing needs converting, and
-# converting them and what they call (tensorflow-text's tokenizers) took more than a second of each export.
+# converting them and what they call (tensorflow-text's tokenizers) slowed every export (docs/measurements.md).
 graph_function = functools.partial(tf.function, autograph=False)
 
 

@@ -127,8 +127,7 @@ class Trainer:
         """(Re)creates the step functions: a trace holds the micro-batching it was traced with."""
         scope = self._jit_scope
         # autograph=False: the step's control flow is written as TensorFlow ops (`tf.while_loop`, `tf.cond`), so
-        # nothing needs converting, and each process starts its first loop sooner (converting the step's functions
-        # took about a second).
+        # nothing needs converting, and each process starts its first loop sooner (docs/measurements.md).
         self._compute_gradients = (tf.function(self._gradients, jit_compile=True, autograph=False)
                                    if scope == "gradients" else self._gradients)
         self._step = (tf.function(self._replica_step, jit_compile=True, autograph=False) if scope == "step"
