@@ -224,7 +224,6 @@ OTHER_CODEBASES = {
     "XLA": {"hlo_rematerialization"},
     "Kubernetes": {"terminationGracePeriodSeconds"},
     "Cloud TPU VMs": {"is_pod"},
-    "the device machine's run tool": {"timeout_s"},
     # Runs of docs/convergence.md made with throwaway patches, and Bazel's target names by pattern.
     "docs/convergence.md, BUILD": {"pos_sin_init", "pos_sin_init_x5", "sin_scaled", "test_x", "test_x_large"},
 }
