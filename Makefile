@@ -11,7 +11,7 @@ JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 JAX_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 
-.PHONY: setup demo lint test test-large test-tf220 jax-venv jax-cuda-venv clean
+.PHONY: setup demo lint test test-large test-tf220 jax-venv jax-cuda-venv tpu-venv clean
 
 setup: $(STAMP)
 
@@ -45,7 +45,7 @@ test: lint
 # memory estimates, the other multi-process runs, the round trips through transformers, keras-hub and TF Hub, the
 # Beam command, and TensorFlow's step under jax's XLA (`jax-venv`). Run it before a release or a change to
 # training, conversion or distribution; CI runs it after `make test`.
-test-large: $(STAMP) $(JAX_STAMP)
+test-large: $(STAMP) $(JAX_STAMP) $(TPU_STAMP)
 	$(PYTEST) -m large tests
 
 # TensorFlow 2.20 as a TPU VM installs it (docs/accelerators.md, "Installing"), in its own venv: tensorflow-tpu with
@@ -86,7 +86,7 @@ $(JAX_STAMP):
 	$(JAX_VENV)/bin/python -c "import jax; assert jax.__version__ == '0.11.2', jax.__version__"
 	touch $(JAX_STAMP)
 
-# jax 0.11.2 with its CUDA 13 plugin, for XLA:GPU's buffer sizes without a GPU: bench/estimate_gpu_memory.py compiles
+# jax 0.11.2 with its CUDA 13 plugin, for XLA:GPU's buffer sizes without a GPU: bench/estimate_xla_memory.py compiles
 # an exported step ahead of time for an H100 target description (docs/accelerators.md, "XLA:GPU's buffers without a
 # GPU"). About 4.4 GB installed (CUDA wheels); nothing here needs a GPU or its driver.
 JAX_CUDA_VENV := .venv-jax-cuda
@@ -102,5 +102,22 @@ $(JAX_CUDA_STAMP):
 		assert jax.__version__ == '0.11.2', jax.__version__"
 	touch $(JAX_CUDA_STAMP)
 
+# jax 0.11.2 with libtpu, XLA:TPU's compiler, for TPU buffer sizes without a TPU: bench/estimate_xla_memory.py compiles
+# an exported step for one chip of a TPU generation (docs/accelerators.md, "XLA:TPU's buffers without a TPU").
+# jax 0.11.2's own `tpu` extra pins libtpu 0.0.48.*; configs/platforms.yaml's TPU figures come from libtpu 0.0.51.
+# About 1 GB installed; nothing here needs a TPU.
+TPU_VENV := .venv-tpu
+TPU_STAMP := $(TPU_VENV)/.installed
+LIBTPU_VERSION := 0.0.51
+
+tpu-venv: $(TPU_STAMP)
+
+$(TPU_STAMP):
+	$(JAX_PYTHON) -m venv $(TPU_VENV)
+	$(TPU_VENV)/bin/pip install -q --upgrade pip
+	$(TPU_VENV)/bin/pip install -q jax==0.11.2 jaxlib==0.11.2 libtpu==$(LIBTPU_VERSION) numpy
+	$(TPU_VENV)/bin/python -c "import jax, libtpu; assert jax.__version__ == '0.11.2', jax.__version__"
+	touch $(TPU_STAMP)
+
 clean:
-	rm -rf $(VENV) $(TF220_VENV) $(JAX_VENV) $(JAX_CUDA_VENV) demo_output build *.egg-info
+	rm -rf $(VENV) $(TF220_VENV) $(JAX_VENV) $(JAX_CUDA_VENV) $(TPU_VENV) demo_output build *.egg-info

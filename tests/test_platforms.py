@@ -47,13 +47,13 @@ def test_each_micro_batch_is_the_largest_power_of_two_that_fits_the_device_at_it
 
 @pytest.mark.parametrize("name", GPU_ESTIMATED)
 def test_a_gpu_estimated_platforms_micro_batches_are_the_largest_powers_of_two_xla_gpu_fits_under_its_margin(name):
-    """An entry whose figures are XLA:GPU's own buffers (bench/estimate_gpu_memory.py, ahead of time for the GPU's
+    """An entry whose figures are XLA:GPU's own buffers (bench/estimate_xla_memory.py, ahead of time for the GPU's
     target) takes at each length the largest power of two up to 256 whose step's peak (arguments, temporaries,
     outputs that do not reuse an argument) stays under (1 - memory_margin) of the target's memory without the
     rematerialization XLA:GPU does to squeeze a step onto the card (compiled for twice its memory); between and above
     the compiled micro-batches the peak is the line through the two nearest."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-    from estimate_gpu_memory import largest_fitting_micro_batch
+    from estimate_xla_memory import largest_fitting_micro_batch
 
     platform, figures = PLATFORMS[name], XLA_GPU_ESTIMATES[name]
     assert platform.memory_source.startswith("XLA:GPU estimate, jaxlib ")

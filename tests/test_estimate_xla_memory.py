@@ -1,0 +1,131 @@
+"""bench/estimate_xla_memory.py's pure-Python parts (no jax, no GPU, no libtpu): the target description's memory, the
+TPU chips and libtpu's flag for a larger one, the step folders it compiles, a step's peak from XLA's buffer sizes, the
+rematerialized instructions of a compiled program, the whole model from shallow steps, and the micro-batch those sizes
+allow."""
+
+import json
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+
+from estimate_xla_memory import (  # noqa: E402
+    GIB,
+    TARGET_FILE,
+    TPU_TARGETS,
+    device_memory_bytes,
+    done_keys,
+    extrapolate_depth,
+    figures_line,
+    largest_fitting_micro_batch,
+    peak_bytes,
+    remat_instructions,
+    scaled_target,
+    step_folders,
+    tpu_init_args,
+)
+
+from bert_tf.accelerators.device_peaks import DEVICES  # noqa: E402
+
+
+def test_the_h100_target_description_is_in_the_repository_and_names_its_memory():
+    with open(TARGET_FILE, encoding="utf-8") as f:
+        text = f.read()
+    assert device_memory_bytes(text) == 84942979072  # what CUDA reports for an H100 80GB HBM3 (79.1 GiB)
+    assert 'device_description_str: "NVIDIA H100 80GB HBM3"' in text
+    with pytest.raises(ValueError, match="no device_memory_size"):
+        device_memory_bytes("gpu_device_info { core_count: 132 }")
+    doubled = scaled_target(text, 2)  # --memory_scale=2: the step without XLA's rematerialization to fit the card
+    assert device_memory_bytes(doubled) == 2 * 84942979072 and doubled.replace("169885958144", "84942979072") == text
+    assert scaled_target(text, 1) is text
+
+
+def test_a_folder_of_steps_stands_for_its_steps_and_a_folder_without_any_says_so(tmp_path):
+    for name in ("large_128_mb256", "base_128_mb256"):
+        (tmp_path / "set" / name).mkdir(parents=True)
+        (tmp_path / "set" / name / "manifest.json").write_text("{}")
+    (tmp_path / "set" / "notes").mkdir()
+    one = str(tmp_path / "set" / "large_128_mb256")
+    assert step_folders([one]) == [one]
+    assert step_folders([str(tmp_path / "set")]) == [str(tmp_path / "set" / n) for n in ("base_128_mb256",
+                                                                                         "large_128_mb256")]
+    with pytest.raises(ValueError, match="neither a step folder nor a folder of steps"):
+        step_folders([str(tmp_path / "set" / "notes")])
+
+
+def test_a_line_gives_the_peak_without_the_outputs_that_reuse_donated_arguments(tmp_path):
+    manifest = {"preset": "large", "precision": "mixed_bfloat16", "batch": 256, "seq": 128, "micro_batch": 256}
+    stats = {"argument_bytes": 4 * GIB, "temporary_bytes": 28 * GIB, "output_bytes": 4 * GIB + 10,
+             "alias_bytes": 4 * GIB}
+    line = figures_line("large_128_mb256", manifest, stats, 80 * GIB, 246.92, "NVIDIA H100 80GB HBM3", "0.11.2", 2)
+    assert line["peak_bytes"] == peak_bytes(line) == 32 * GIB + 10
+    assert (line["argument_gib"], line["temporary_gib"], line["peak_gib"], line["fraction_of_device"]) == (
+        4.0, 28.0, 32.0, 0.4)
+    assert (line["compile_s"], line["memory_scale"]) == (246.9, 2)  # the share is of the real card, not the target
+    jsonl = tmp_path / "figures.jsonl"
+    assert done_keys(str(jsonl)) == set()
+    jsonl.write_text(json.dumps(line) + "\n")
+    assert done_keys(str(jsonl)) == {("large_128_mb256", "NVIDIA H100 80GB HBM3", 2)}  # a second call skips it
+
+
+def test_a_tpu_line_names_libtpu_and_a_refused_step_says_why_without_figures():
+    manifest = {"preset": "large", "precision": "mixed_bfloat16", "batch": 256, "seq": 512, "micro_batch": 32,
+                "num_hidden_layers": 24, "step": "tpu_loop"}
+    stats = {"argument_bytes": 4 * GIB, "temporary_bytes": 10 * GIB, "output_bytes": 4 * GIB,
+             "alias_bytes": 4 * GIB}
+    line = figures_line("large_512_mb32", manifest, stats, 16 * GIB, 900.04, "TPU v5 lite", "0.11.2",
+                        compiler="libtpu 0.0.51", extra={"remat_instructions": 0})
+    assert (line["peak_gib"], line["fraction_of_device"], line["compiler"], line["layers"], line["step"]) == (
+        14.0, 0.875, "libtpu 0.0.51", 24, "tpu_loop")
+    refused = figures_line("large_512_mb64", manifest, None, 16 * GIB, 0.0, "TPU v5 lite", "0.11.2",
+                           compiler="libtpu 0.0.51", extra={"error": "RESOURCE_EXHAUSTED: Ran out of memory"})
+    assert "peak_bytes" not in refused and refused["error"].startswith("RESOURCE_EXHAUSTED")
+    assert refused["device_gib"] == 16.0
+
+
+def test_the_tpu_chips_have_the_platforms_hbm_and_a_larger_chip_is_one_libtpu_flag():
+    for name, (topology, hbm_gib) in TPU_TARGETS.items():
+        assert DEVICES[name].memory_gib == hbm_gib, name  # the one table the platforms' budgets come from
+        assert topology.startswith(name[len("tpu_"):] + ":"), name
+    assert tpu_init_args(16, 1) == ""  # the chip's own limit
+    assert tpu_init_args(16, 2) == "--xla_tpu_max_hbm_size_mib=32768"
+
+
+def test_rematerialized_instructions_are_counted_once_each():
+    text = ("%fusion.12 = bf16[8,512] fusion(%p0)\n%fusion.12.remat = bf16[8,512] fusion(%p0)\n"
+            "%copy.3.remat2 = f32[4] copy(%fusion.12.remat)\nROOT %t = tuple(%fusion.12.remat, %copy.3.remat2)")
+    assert remat_instructions(text) == 2
+    assert remat_instructions("%fusion.1 = f32[2] fusion(%rematerialize_me)") == 0
+
+
+def test_the_whole_model_is_the_line_through_two_depths_at_each_micro_batch():
+    def line(micro, layers, temporaries_gib):
+        arguments = (0.5 + 0.15 * layers) * GIB
+        return {"micro_batch": micro, "layers": layers, "argument_bytes": arguments,
+                "temporary_bytes": temporaries_gib * GIB, "peak_bytes": arguments + temporaries_gib * GIB}
+
+    shallow = [line(8, 1, 1.0), line(8, 2, 1.4), line(32, 1, 2.0), line(32, 2, 3.2), line(64, 1, 3.0),
+               {"micro_batch": 128, "layers": 1, "error": "RESOURCE_EXHAUSTED"}]
+    whole = extrapolate_depth(shallow, 24)
+    assert sorted(whole) == [8, 32]  # 64 has one depth only, 128 no figures
+    assert whole[8]["temporary_bytes"] / GIB == pytest.approx(1.0 + 0.4 * 23)
+    assert whole[32]["temporary_bytes"] / GIB == pytest.approx(2.0 + 1.2 * 23)
+    assert whole[32]["argument_bytes"] / GIB == pytest.approx(0.5 + 0.15 * 24)
+    assert whole[32]["peak_bytes"] == pytest.approx(whole[32]["argument_bytes"] + whole[32]["temporary_bytes"])
+
+
+def test_the_micro_batch_is_the_largest_power_of_two_under_the_margin():
+    device = 80 * GIB  # budget at a 0.2 margin: 64 GiB
+    # Measured at 32 and 64: 8 GiB fixed + 0.5 GiB per sequence; 64 -> 40 GiB fits, 128 -> 72 GiB does not.
+    points = [(32, 24 * GIB), (64, 40 * GIB)]
+    assert largest_fitting_micro_batch(points, device, 0.2) == 64
+    assert largest_fitting_micro_batch(points, device, 0.05) == 128  # 72 <= 76
+    # Between two points the line through them; beyond the largest, the line through the two largest.
+    assert largest_fitting_micro_batch([(16, 16 * GIB), (64, 40 * GIB)], device, 0.2) == 64
+    # One point: proportional from zero, which over-estimates a step with fixed weights (the safe side).
+    assert largest_fitting_micro_batch([(256, 32 * GIB)], device, 0.2) == 256  # capped at 256
+    assert largest_fitting_micro_batch([(64, 40 * GIB)], device, 0.2) == 64
+    assert largest_fitting_micro_batch([(1, 70 * GIB)], device, 0.2) is None
