@@ -12,15 +12,16 @@ text. Then each adapted encoder and the unadapted one is fine-tuned on a verse t
 which of the historical books (Joshua to Esther, the ones with held-out chapters) a verse comes from, beside two
 bag-of-words baselines (all words, and capitalised words only, i.e. names).
 
-  .venv/bin/python bench/bench_continue_pretraining.py --mode=quick   # ~40 minutes on 2 CPU cores
-  .venv/bin/python bench/bench_continue_pretraining.py --mode=full    # by hand: 1,000 steps a run, ~5 hours
+  .venv/bin/python -m bench.bench_continue_pretraining --mode=quick   # ~40 minutes on 2 CPU cores
+  .venv/bin/python -m bench.bench_continue_pretraining --mode=full    # by hand: 1,000 steps a run, ~5 hours
 
 Every run has the continue_domain recipe's peak learning rate (2e-5), warmup over the first 10% of its steps and
 linear decay; each pre-training seed's encoders are fine-tuned with that seed. `--learning_rate=1e-4
 --variants=continued` shows what the paper's from-scratch rate does to the released encoder.
 
-Writes `results.json` and prints the tables that docs/continue_pretraining.md quotes. The data and converted model
-are reused from --output_dir when present.
+Writes `results.json` (also appended as one line to `bench/results/bench_continue_pretraining/results.jsonl`) and
+prints the tables that docs/continue_pretraining.md quotes. The data and converted model are reused from
+--output_dir when present.
 """
 
 import argparse
@@ -37,29 +38,27 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
+import keras
+import numpy as np
+import tensorflow as tf
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
-
-from bert_tf.demo_data import HELD_OUT_EVERY, DemoData  # noqa: E402
-from bert_tf.finetuning.classifier import BertClassifier  # noqa: E402
-from bert_tf.finetuning.features import encode_texts  # noqa: E402
-from bert_tf.finetuning.optimizer import create_finetuning_optimizer  # noqa: E402
-from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
-from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
-from bert_tf.model_dir import load_encoder, load_pretrainer, read_config  # noqa: E402
-from bert_tf.modeling.pretrainer import BertPretrainer  # noqa: E402
-from bert_tf.text.bible import read_bible_verses  # noqa: E402
-from bert_tf.text.corpus import CorpusCounts  # noqa: E402
-from bert_tf.text.tokenizer import FullTokenizer  # noqa: E402
-from bert_tf.training.checkpointing import restore_model_weights  # noqa: E402
-from bert_tf.training.evaluation import evaluate  # noqa: E402
-from bert_tf.training.pretraining import run_pretraining  # noqa: E402
-from bert_tf.training.recipe import load_recipe  # noqa: E402
+from bench.harness import REPO, write_result
+from bench.run_header import load_average, run_header
+from bert_tf.demo_data import HELD_OUT_EVERY, DemoData
+from bert_tf.finetuning.classifier import BertClassifier
+from bert_tf.finetuning.features import encode_texts
+from bert_tf.finetuning.optimizer import create_finetuning_optimizer
+from bert_tf.inputs.input_spec import InputSpec
+from bert_tf.inputs.pretraining_dataset import pretraining_dataset
+from bert_tf.model_dir import load_encoder, load_pretrainer, read_config
+from bert_tf.modeling.pretrainer import BertPretrainer
+from bert_tf.text.bible import read_bible_verses
+from bert_tf.text.corpus import CorpusCounts
+from bert_tf.text.tokenizer import FullTokenizer
+from bert_tf.training.checkpointing import restore_model_weights
+from bert_tf.training.evaluation import evaluate
+from bert_tf.training.pretraining import run_pretraining
+from bert_tf.training.recipe import load_recipe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,14 +150,16 @@ def pretrain(out, variant, seed, mode, converted, vocabs, records):
     model_dir = os.path.join(out, "runs", f"{variant}_seed{seed}")
     shutil.rmtree(model_dir, ignore_errors=True)  # a run left by an earlier bench would be resumed, not repeated
     save_every = mode.steps // mode.eval_points
-    recipe = load_recipe("continue_domain").with_overrides(
-        vocab_file=vocabs[vocab_name], input_file=[records[vocab_name]["train"]], max_seq_length=[mode.seq],
-        max_predictions_per_seq=[mode.predictions], train_batch_size=mode.batch, num_train_steps=mode.steps,
-        num_warmup_steps=max(1, mode.steps // 10), learning_rate=mode.learning_rate,
-        save_checkpoints_steps=save_every, iterations_per_loop=save_every, seed=seed,
-        init_checkpoint=None if variant == "scratch" else converted,
-        bert_config_file=os.path.join(converted, "bert_config.json") if variant == "scratch" else None,
-        keep_checkpoint_max=mode.eval_points + 1)
+    # From scratch: the converted encoder's architecture without its weights.
+    start_from = ({"model.bert_config_file": os.path.join(converted, "bert_config.json")} if variant == "scratch"
+                  else {"init_checkpoint": converted})
+    recipe = load_recipe("continue_domain").override({
+        "vocab_file": vocabs[vocab_name], "phases.input_file": [records[vocab_name]["train"]],
+        "phases.max_seq_length": [mode.seq], "phases.max_predictions_per_seq": [mode.predictions],
+        "train_batch_size": mode.batch, "num_train_steps": mode.steps, "num_warmup_steps": max(1, mode.steps // 10),
+        "learning_rate": mode.learning_rate, "save_checkpoints_steps": save_every,
+        "iterations_per_loop": save_every, "seed": seed, "keep_checkpoint_max": mode.eval_points + 1,
+        **start_from})
     heldout = records[vocab_name]["heldout"]
     # Step 0: the weights the run starts from.
     keras.utils.set_random_seed(seed)
@@ -317,6 +318,7 @@ def main():
                "load_average_at_end": load_average()}
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
+    write_result("bench_continue_pretraining", {k: v for k, v in results.items() if k != "header"})
     print_tables(results)
     plot_curves(results, os.path.join(out, "continue_pretraining.png"))
 

@@ -7,9 +7,10 @@ exit (imports included, as the original's 42.6 s), with its memory taken two way
 (getrusage of the children) and the peak of the whole process tree's PSS (sampled from /proc every 0.1 s; shared
 pages counted once, so worker processes are not charged for the pages they share with the main one). Each run is
 repeated and the fastest kept (other work on a shared machine only slows a run down); the CPU seconds of all its
-processes are shown too, as they depend little on such interference.
+processes are shown too, as they depend little on such interference. Each corpus's figures are appended to
+`bench/results/bench_create_data/results.jsonl`.
 
-    .venv/bin/python bench/bench_create_data.py --num_workers=2
+    .venv/bin/python -m bench.bench_create_data --num_workers=2
 """
 
 import argparse
@@ -20,10 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
+from bench.harness import write_result
+from bench.run_header import load_average, run_header
 
 # The original's figures on this kind of machine (docs/original_recipe.md, "Shuffling"): 4.9 MB of news text,
 # seq 128, dupe 5.
@@ -144,6 +143,12 @@ def main():
             rows.append((f"{label}, {args.num_workers} workers", r["instances"], r["seconds"],
                          r["pipeline_seconds"], r["cpu_seconds"], max(run["max_process_rss_mb"] for run in runs),
                          max(run["peak_tree_pss_mb"] for run in runs)))
+            write_result("bench_create_data", {
+                "corpus_mb": round(os.path.getsize(corpus) / 1e6, 2), "num_workers": args.num_workers,
+                "instances": r["instances"], "wall_seconds": [round(run["seconds"], 2) for run in runs],
+                "pipeline_seconds": r["pipeline_seconds"], "cpu_seconds": round(r["cpu_seconds"], 2),
+                "max_process_rss_mb": round(rows[-1][5]), "peak_tree_pss_mb": round(rows[-1][6]),
+                "original": ORIGINAL})
 
     base_rate = ORIGINAL["instances"] / ORIGINAL["seconds"]
     header = (f"{'run':<40} {'instances':>9} {'wall s':>6} {'inst/s':>7} {'x orig':>6} {'pipeline inst/s':>15} "

@@ -9,8 +9,9 @@ removed), turned into records by the package's create_pretraining_data (dupe fac
   records, wwm       the same with whole-word masking
 
 Run on one core:
-    taskset -c 0 .venv/bin/python bench/bench_dynamic_masking.py [--seconds 5] [--batch_size 64]
-(the script also limits tf.data and TensorFlow to one thread).
+    taskset -c 0 .venv/bin/python -m bench.bench_dynamic_masking [--seconds 5] [--batch_size 64]
+(the script also limits tf.data and TensorFlow to one thread). Each pipeline's figures are appended to
+`bench/results/bench_dynamic_masking/results.jsonl`.
 """
 
 import argparse
@@ -26,8 +27,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
-from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
+from bench.harness import write_result  # noqa: E402
+from bench.run_header import load_average, run_header  # noqa: E402
 from bert_tf.inputs.dynamic_masking import DynamicMasker  # noqa: E402
 from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
@@ -110,6 +112,9 @@ def run(args, masker, wwm_masker, tokenizer, work):
         for name, build in pipelines.items():
             rows.setdefault(name, {})[seq] = sequences_per_second(build(), b, args.seconds)
             print(f"  {name:30s} seq {seq}: {rows[name][seq]:9,.0f} sequences/s", flush=True)
+            write_result("bench_dynamic_masking", {
+                "pipeline": name, "seq": seq, "batch": b, "seconds": args.seconds,
+                "cores": sorted(os.sched_getaffinity(0)), "sequences_per_s": round(rows[name][seq], 1)})
 
     print("\n| pipeline (one core) | seq 128 sequences/s | seq 512 sequences/s |\n|---|---:|---:|")
     for name, by_seq in rows.items():

@@ -23,12 +23,15 @@ MFU = model FLOPs/s / the GPU's dense bf16 peak (H100 SXM and H200: 989 TFLOP/s;
 Model FLOPs per sequence are `bert_tf.accelerators.flops.training_flops_per_sequence` (6 x weights x tokens for the
 encoder's dense layers on all T tokens, 12 x L x T^2 x H for attention, the masked-LM head only at the P predicted
 positions, pooler and NSP). `bert_tf`, its layers, the optimizer and the formula import no TensorFlow, which the GPU
-machines do not have.
+machines do not have: from the repository's root, the package needs no install there.
 
-    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py                   # on a GPU: base and large, batch 256
-    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --batch_size 128 --presets large
-    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --batch_size 32 --seq_length 512 --predictions 80
-    KERAS_BACKEND=jax python bench/bench_gpu_proxy.py --smoke           # anywhere: tiny preset, a few steps
+Each row is also appended to `bench/results/bench_gpu_proxy/results.jsonl` with the fields of every GPU step row
+(`stack`, `variant`, `device`, `preset`, `seq`, `batch`, `micro_batch`, `sequences_per_s`, `mfu`, `run_id`).
+
+    KERAS_BACKEND=jax python -m bench.bench_gpu_proxy                   # on a GPU: base and large, batch 256
+    KERAS_BACKEND=jax python -m bench.bench_gpu_proxy --batch_size 128 --presets large
+    KERAS_BACKEND=jax python -m bench.bench_gpu_proxy --batch_size 32 --seq_length 512 --predictions 80
+    KERAS_BACKEND=jax python -m bench.bench_gpu_proxy --smoke           # anywhere: tiny preset, a few steps
 """
 
 import argparse
@@ -36,7 +39,6 @@ import functools
 import os
 import platform
 import statistics
-import sys
 import time
 
 if os.environ.setdefault("KERAS_BACKEND", "jax") != "jax":
@@ -51,8 +53,10 @@ except ModuleNotFoundError:
                      "with CUDA is installed (the GPU machines).") from None
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from synthetic_batch import synthetic_batch as batch_arrays  # noqa: E402  (bench/ is the script's folder)
 
+from bench.harness import write_result  # noqa: E402
+from bench.run_header import command_line  # noqa: E402
+from bench.synthetic_batch import synthetic_batch as batch_arrays  # noqa: E402
 from bert_tf.accelerators.device_peaks import device_spec  # noqa: E402
 from bert_tf.accelerators.flops import training_flops_per_sequence  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
@@ -183,7 +187,7 @@ def main():
     device = jax.devices()[0]
     peak, peak_source = peak_flops(args, device)
     lines = [
-        f"command: KERAS_BACKEND=jax {os.path.basename(sys.executable)} {' '.join(sys.argv)}",
+        f"command: KERAS_BACKEND=jax {command_line()}",
         f"python {platform.python_version()}, jax {jax.__version__}, keras {keras.__version__}, numpy "
         f"{np.__version__}; device: {device.device_kind} ({device.platform}, {jax.device_count()} visible, one used)",
         f"peak: {peak / 1e12:.1f} TFLOP/s ({peak_source}); mixed_bfloat16; batch {args.batch_size}, seq "
@@ -211,6 +215,14 @@ def main():
                    f"{metrics['loss']:.3f} |")
             lines.append(row)
             print(row, flush=True)
+            write_result("bench_gpu_proxy", {
+                "stack": "keras_jax", "variant": attention, "device": device.device_kind, "preset": preset,
+                "seq": args.seq_length, "batch": args.batch_size, "micro_batch": args.batch_size,
+                "predictions": args.predictions, "sequences_per_s": round(rate, 3),
+                "mfu": round(rate * flops / peak, 4), "peak_tflops": round(peak / 1e12, 1), "peak_source": peak_source,
+                "hidden_dropout": config.hidden_dropout_prob, "attention_dropout": config.attention_probs_dropout_prob,
+                "gib_per_sequence": per_sequence_gib, "compile_seconds": round(compile_seconds, 1),
+                "loss": float(metrics["loss"])})
 
 
 if __name__ == "__main__":

@@ -9,29 +9,29 @@ shorter documents of 2-12 sentences (`groups`, seeded), which pads more, as news
 Speed: our pre-training step (`Trainer.train_loop`, the step `bert-pretrain` runs, original AdamWeightDecay) on
 batches read from those records by `pretraining_dataset`, held in memory so that only the step is timed. Both use
 the same rows per batch (32 at 128, 8 at 512) and prediction slots (20 / 23 at 128, 80 at 512); after warm-up,
-`--repeats` alternating repeats of about `--seconds` each (AB BA ...). Non-padding tokens per second counts the
+`--repeats` alternating repeats of about `--seconds` each (AB BA ...; `bench.harness.time_pair`, each runner timed
+over whole cycles of its held batches). Non-padding tokens per second counts the
 real tokens of the timed batches (their `input_mask`); the target is packed >= 0.9 x unpacked / (1 - padding), with
 the padding share of the timed unpacked batches (a sample of the records, whose share the table shows beside
-the corpus's), and "step time" is packed / unpacked seconds per step.
+the corpus's), and "step time" is packed / unpacked seconds per step. Each (corpus, length) appends its figures to
+`bench/results/bench_row_packing/results.jsonl`.
 
-    .venv/bin/python bench/bench_row_packing.py --quick        # 300 chapters, tiny model, a few minutes
-    .venv/bin/python bench/bench_row_packing.py                 # the whole Bible
+    .venv/bin/python -m bench.bench_row_packing --quick        # 300 chapters, tiny model, a few minutes
+    .venv/bin/python -m bench.bench_row_packing                # the whole Bible
 """
 
 import argparse
 import os
 import random
-import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
+from bench.harness import Runner, time_pair, write_result  # noqa: E402
+from bench.run_header import load_average, run_header  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
@@ -92,8 +92,8 @@ def batches(path, seq_length, count):
     return held, [int(tf.reduce_sum(batch["input_mask"])) for batch in held]
 
 
-def step_runner(config, held):
-    """A function running n training steps over the held batches (cycling), the loss of the last."""
+def step_runner(config, held, tokens):
+    """A `Runner` of training steps over the held batches (cycling), timed by their non-padding `tokens`."""
     keras.utils.set_random_seed(0)
     strategy = tf.distribute.get_strategy()
     model = BertPretrainer(config)
@@ -102,30 +102,8 @@ def step_runner(config, held):
     trainer = Trainer(strategy, worker_layout(strategy), model, optimizer)
     stacked = {k: tf.stack([b[k] for b in held]) for k in held[0]}
     iterator = iter(tf.data.Dataset.from_tensor_slices(stacked).repeat())
-    return lambda n: trainer.train(iterator, n).means["loss"]
-
-
-def time_pair(runners, tokens, seconds, warmup, repeats):
-    """Median non-padding tokens/s of each runner and the median of the per-repeat ratios (packed / unpacked).
-    Each runner's steps cycle through its held batches from a multiple of their count, so every timed span
-    covers whole cycles and its token count is exact."""
-    cycle = [len(t) for t in tokens]
-    step_seconds = []
-    for run, n in zip(runners, cycle):
-        run(max(warmup, n))
-        start = time.perf_counter()
-        run(n)
-        step_seconds.append((time.perf_counter() - start) / n)
-    spans = [max(1, round(seconds / (s * n))) * n for s, n in zip(step_seconds, cycle)]
-    rates = [[] for _ in runners]
-    for repeat in range(repeats):
-        for i in (range(len(runners)) if repeat % 2 == 0 else reversed(range(len(runners)))):
-            start = time.perf_counter()
-            loss = runners[i](spans[i])
-            rates[i].append(sum(tokens[i]) * spans[i] // cycle[i] / (time.perf_counter() - start))
-            if not np.isfinite(loss):
-                sys.exit(f"Non-finite loss {loss}: the benchmark's model diverged.")
-    return [statistics.median(r) for r in rates], statistics.median(b / a for a, b in zip(*rates)), spans
+    return Runner(lambda n: float(trainer.train(iterator, n).means["loss"]), work_per_cycle=sum(tokens),
+                  cycle=len(held))
 
 
 def main():
@@ -169,8 +147,9 @@ def main():
                 f"{p_stats.non_padding_share():.1%} |")
             print(padding_rows[-1], flush=True)
             held = [batches(path, seq_length, args.batches) for path in (unpacked, packed)]
-            (u_rate, p_rate), ratio, spans = time_pair([step_runner(config, h[0]) for h in held],
-                                                       [h[1] for h in held], args.seconds, 3, args.repeats)
+            unpacked_runner, packed_runner = (step_runner(config, *h) for h in held)
+            timing = time_pair(packed_runner, unpacked_runner, args.seconds, 3, args.repeats)
+            (p_rate, u_rate), ratio, spans = timing.rates, timing.ratio, timing.steps
             shares = [sum(h[1]) / (len(h[1]) * SHAPES[seq_length][0] * seq_length) for h in held]
             target = 0.9 / shares[0]
             rows, predictions = SHAPES[seq_length]
@@ -178,7 +157,15 @@ def main():
             speed_rows.append(f"| {name} | {seq_length} | {slots} | {shares[0]:.1%} / {shares[1]:.1%} | "
                               f"{u_rate:,.0f} | {p_rate:,.0f} | {ratio:.2f} | {target:.2f} | "
                               f"{'yes' if ratio >= target else 'no'} | {shares[1] / shares[0] / ratio:.2f} |")
-            print(speed_rows[-1], f"({args.repeats} x {spans} steps)", flush=True)
+            print(speed_rows[-1], f"({args.repeats} x {spans} steps, packed / unpacked)", flush=True)
+            write_result("bench_row_packing", {
+                "corpus": name, "documents": len(documents), "seq": seq_length, "preset": args.preset,
+                "max_instances_per_row": args.max_instances_per_row, "rows": rows, "predictions": predictions,
+                "instances": u_stats.instances, "unpacked_non_padding": round(u_stats.non_padding_share(), 4),
+                "packed_rows": p_stats.rows, "packed_non_padding": round(p_stats.non_padding_share(), 4),
+                "unpacked_tokens_per_s": round(u_rate, 1), "packed_tokens_per_s": round(p_rate, 1),
+                "ratio": round(ratio, 4), "target": round(target, 4), "repeats": args.repeats,
+                "steps": {"packed": spans[0], "unpacked": spans[1]}})
     lines.append(f"packed rows: at most {args.max_instances_per_row} instances; model: {args.preset} "
                  f"(H={config.hidden_size}, L={config.num_hidden_layers}, V={config.vocab_size}); medians of "
                  f"{args.repeats} alternating repeats of ~{args.seconds:g} s; "

@@ -1,7 +1,7 @@
 """Time to quality: training time for ours and keras-hub to reach a held-out masked-LM accuracy (run by hand).
 
-    .venv/bin/python bench/bench_time_to_quality.py --max_minutes 10          # target 0.30, 10 min per side
-    .venv/bin/python bench/bench_time_to_quality.py --max_minutes 0.5 --eval_every 20 --work_dir /tmp/ttq  # smoke
+    .venv/bin/python -m bench.bench_time_to_quality --max_minutes 10          # target 0.30, 10 min per side
+    .venv/bin/python -m bench.bench_time_to_quality --max_minutes 0.5 --eval_every 20 --work_dir /tmp/ttq  # smoke
 
 Data, made as `make demo` makes it, by the commands a user types (subprocesses): the World English Bible split by
 chapter, every 10th chapter held out (`write_bible_split`); a WordPiece vocab learned by `bert-vocab` from the
@@ -13,7 +13,8 @@ maskings, masked-LM prob 0.15), and one masking of the held-out chapters at the 
 Ours: the recipe (`--recipe`, default `demo_cpu`: its phases, batch sizes, optimizer, schedule, dropout and XLA
 setting are read from configs/pretrain/, nothing here repeats them) run by the package's own `PretrainingRun` and
 `Controller` (`bert-pretrain`'s code path: masked LM + NSP on the static records of each phase), with
-`iterations_per_loop = --eval_every`.
+`iterations_per_loop = --eval_every`; the controller scores the model every `--eval_every` steps and an eval action
+stops the run at the target or the time cap (after a checkpoint, as a run stopped by SIGTERM).
 
 keras-hub: `BertMaskedLM` on a `BertBackbone` of the same size (layers, width, heads, FFN, vocab, positions,
 segments; keras-hub's own dropout default 0.1 and tanh GELU), no NSP head (it has none), set up as keras.io's guide
@@ -32,11 +33,12 @@ masked tokens put back (`masked_lm_ids` at `masked_lm_positions`), then masked a
 Both are scored on the SAME held-out records with the same function: the original metric, the argmax accuracy at
 the masked positions weighted by `masked_lm_weights`, over all held-out records, after every `--eval_every` steps.
 The clock counts training only: from the first training call (so input pipelines and tracing count) to the
-latest step, minus the evaluations and (ours) checkpoint saves. A side stops at `--target`, after `--max_minutes`
-of training, or (ours) at the recipe's last step. The table gives the time to the target per side and the ratio
-keras-hub / ours; when a side never gets there, the best accuracy each side reached within the same training time.
-The curves of both go to one PNG (accuracy vs training seconds). The sides run one after the other: run it on an
-otherwise idle machine (the header and the last line show the load average).
+latest step, minus the evaluations (ours saves a checkpoint only at a phase's end and at the stop, after the score).
+A side stops at `--target`, after `--max_minutes` of training, or (ours) at the recipe's last step. The table gives
+the time to the target per side and the ratio keras-hub / ours; when a side never gets there, the best accuracy
+each side reached within the same training time. The curves of both go to one PNG (accuracy vs training seconds),
+and one line per side to `bench/results/bench_time_to_quality/results.jsonl`. The sides run one after the other:
+run it on an otherwise idle machine (the header and the last line show the load average).
 """
 
 import argparse
@@ -54,13 +56,13 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import logging  # noqa: E402
-from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
 
+from bench.harness import write_result  # noqa: E402
+from bench.run_header import load_average, run_header  # noqa: E402
 from bert_tf.demo_data import DUPE_FACTOR, HELD_OUT_EVERY, RANDOM_SEED, VOCAB_SIZE, DemoData  # noqa: E402
 from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
 from bert_tf.text.vocabulary import read_vocab_file  # noqa: E402
-from bert_tf.training.controller import Controller  # noqa: E402
 from bert_tf.training.pretraining import PretrainingRun, resolve_bert_config  # noqa: E402
 from bert_tf.training.recipe import load_recipe  # noqa: E402
 
@@ -106,10 +108,13 @@ class Progress:
         finally:
             self.excluded += time.perf_counter() - started
 
-    def record(self, step):
-        """Scores the model at `step`; True when the side should stop (target reached or time cap)."""
+    def score(self):
+        """The held-out metrics, off the clock (ours: the controller's evaluator)."""
+        return {"masked_lm_accuracy": self.excluding(self.heldout_accuracy)}
+
+    def record(self, step, accuracy):
+        """Adds the score at `step` to the curve; True when the side should stop (target reached or time cap)."""
         seconds = self.training_seconds()
-        accuracy = self.excluding(self.heldout_accuracy)
         self.curve.append((step, seconds, accuracy))
         print(f"{self.name}: step {step}, {seconds:.0f} s of training, held-out masked-LM accuracy {accuracy:.4f}",
               flush=True)
@@ -137,40 +142,19 @@ class Progress:
 
 # ---- ours: the package's run and controller -------------------------------------------------------------------
 
-class _Done(Exception):
-    """Raised between loops when the target or the time cap is reached."""
-
-
-class EvaluatingController(Controller):
-    """The run's `Controller` with the bench's actions: a held-out score after every loop (ending the run at the
-    target or the time cap) and checkpoint saves off the clock; no SIGTERM watcher."""
-
-    def __init__(self, run, progress, iterations_per_loop):
-        super().__init__(trainer=run.parts.trainer, log=run.parts.log,
-                         save_checkpoints_steps=run.recipe.save_checkpoints_steps,
-                         iterations_per_loop=iterations_per_loop)
-        self.progress = progress
-
-    def write_summaries(self, step, phase, result, seconds, global_batch, flops_per_step):
-        super().write_summaries(step, phase, result, seconds, global_batch, flops_per_step)
-        if self.progress.record(step):
-            raise _Done()
-
-    def save_checkpoint(self, checkpoint, step):
-        return self.progress.excluding(lambda: super(EvaluatingController, self).save_checkpoint(checkpoint, step))
-
-
 def train_ours(recipe, model_dir, heldout_batches, args):
+    """The run's own controller, scoring every `--eval_every` steps; its eval action ends the run at the target or
+    the time cap."""
     run = PretrainingRun(recipe, model_dir)
     run.prepare()
     progress = Progress("ours", args, heldout_batches,
                         lambda f: run.parts.model(f, training=False)["mlm_logits"])
-    run.parts = dataclasses.replace(run.parts, controller=EvaluatingController(run, progress, args.eval_every))
+    controller = dataclasses.replace(
+        run.parts.controller, evaluator=progress.score, eval_every_steps=args.eval_every,
+        eval_actions=[lambda results: progress.record(results["step"], results["masked_lm_accuracy"])])
+    run.parts = dataclasses.replace(run.parts, controller=controller)
     progress.start_clock()
-    try:
-        run.train()
-    except _Done:
-        pass
+    run.train()
     return progress
 
 
@@ -222,7 +206,7 @@ class _ScoreEveryExecution(keras.callbacks.Callback):
         self.progress, self.steps_per_epoch = progress, steps_per_epoch
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.progress.record((epoch + 1) * self.steps_per_epoch):
+        if self.progress.record((epoch + 1) * self.steps_per_epoch, self.progress.score()["masked_lm_accuracy"]):
             self.model.stop_training = True
 
 
@@ -349,9 +333,9 @@ def main():
         data_seconds = time.perf_counter() - started
         last = recipe.phases[-1]
         lengths = (last.max_seq_length, last.max_predictions_per_seq)
-        recipe = recipe.with_overrides(
-            vocab_file=vocab, input_file=[train_records[p.name] for p in recipe.phases],
-            iterations_per_loop=args.eval_every, save_checkpoints_steps=recipe.num_train_steps)
+        recipe = recipe.override({
+            "vocab_file": vocab, "phases.input_file": [train_records[p.name] for p in recipe.phases],
+            "iterations_per_loop": args.eval_every, "save_checkpoints_steps": recipe.num_train_steps})
         config = resolve_bert_config(recipe)
         heldout_batches = list(pretraining_dataset(InputSpec(heldout_records, *lengths, EVAL_BATCH_SIZE,
                                                              is_training=False)))
@@ -363,6 +347,14 @@ def main():
             else:
                 runs[name] = train_keras_hub(config, train_records[last.name], *lengths, vocab, heldout_batches, args)
 
+    for name, progress in runs.items():
+        step, seconds, _ = progress.curve[-1]
+        write_result("bench_time_to_quality", {
+            "side": name, "recipe": recipe.name, "target": args.target, "max_minutes": args.max_minutes,
+            "eval_every": args.eval_every, "seconds_to_target": progress.reached and round(progress.reached[1], 1),
+            "step_at_target": progress.reached and progress.reached[0], "steps_run": step,
+            "training_seconds": round(seconds, 1),
+            "curve": [(step, round(s, 1), round(a, 4)) for step, s, a in progress.curve[1:]]})
     lines = report_lines(runs, args, recipe, config, chapters, len(heldout_batches) * EVAL_BATCH_SIZE,
                          lengths[0], data_seconds)
     lines.append(f"curves: {plot(runs, args.target, os.path.abspath(args.plot))}")

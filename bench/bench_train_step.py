@@ -11,32 +11,31 @@ Crossentropy` weighted by `masked_lm_weights`, and the weighted `sparse_categori
 Both get the same batch (random ids, full-length sequences, sorted distinct predicted positions), the same
 optimizer and the same XLA setting: with XLA on, the forward and backward pass is compiled with XLA and the
 optimizer update is not (what `Trainer(jit_compile=True)` does). After `--warmup` steps, each of `--repeats` repeats
-times about `--seconds` of steps of each model, in alternating order (AB BA ...); the table shows the median
-sequences/s of each and the median of the per-repeat ratios, which a slow spell of a shared machine hits alike.
+times about `--seconds` of steps of each model, in alternating order (AB BA ...; `bench.harness.time_pair`); the
+table shows the median sequences/s of each and the median of the per-repeat ratios, which a slow spell of a shared
+machine hits alike. Each shape's figures are appended to `bench/results/bench_train_step/results.jsonl`.
 
 MFU (model FLOPs utilisation) follows `bert_tf.accelerators.flops.training_flops_per_sequence`: 6 x weights x tokens for
 the dense layers of the encoder on all T tokens, 12 x L x T^2 x H for the attention scores and the weighted sum,
 the masked-LM head (H x H transform and H x V output) only at the P predicted positions, pooler and NSP on [CLS].
 The peak is the measured FLOP/s of a 2048 x 2048 fp32 matmul on this machine (the best of three), not a data sheet.
 
-    .venv/bin/python bench/bench_train_step.py                       # tiny and mini, seq 128 and 512, XLA off/on
-    .venv/bin/python bench/bench_train_step.py --presets tiny --shapes 128 --xla off --repeats 3
+    .venv/bin/python -m bench.bench_train_step                   # tiny and mini, seq 128 and 512, XLA off/on
+    .venv/bin/python -m bench.bench_train_step --presets tiny --shapes 128 --xla off --repeats 3
 """
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from run_header import load_average, run_header  # noqa: E402  (bench/ is the script's folder)
-from synthetic_batch import synthetic_batch as batch_arrays  # noqa: E402
 
+from bench.harness import Runner, time_pair, write_result  # noqa: E402
+from bench.run_header import load_average, run_header  # noqa: E402
+from bench.synthetic_batch import synthetic_batch as batch_arrays  # noqa: E402
 from bert_tf.accelerators.flops import training_flops_per_sequence  # noqa: E402
 from bert_tf.accelerators.peak_flops import measure_peak_flops  # noqa: E402
 from bert_tf.config import BertConfig  # noqa: E402
@@ -67,7 +66,7 @@ def ours(config, batch, xla):
     model = BertPretrainer(config)
     trainer = Trainer(strategy, worker_layout(strategy), model, original_optimizer(), jit_compile=xla)
     iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
-    return lambda n: trainer.train(iterator, n).means["loss"]
+    return lambda n: float(trainer.train(iterator, n).means["loss"])
 
 
 def keras_hub_peer(config, batch, xla):
@@ -113,33 +112,7 @@ def keras_hub_peer(config, batch, xla):
         return total
 
     iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
-    return lambda n: loop(iterator, tf.constant(n)).numpy()
-
-
-def time_pair(runners, batch_size, seconds, warmup, repeats):
-    """Median sequences/s of each runner and the median of their per-repeat ratios.
-
-    The repeats are short (about `seconds` per runner) and alternate the order (AB BA AB ...) so that a slow
-    spell of a shared machine hits both runners alike; the ratio of each repeat pair is robust to such spells.
-    """
-    step_seconds = []
-    for run in runners:
-        run(warmup)
-        start = time.perf_counter()
-        run(1)
-        step_seconds.append(time.perf_counter() - start)
-    steps = max(1, round(seconds / max(step_seconds)))
-    rates = [[] for _ in runners]
-    for repeat in range(repeats):
-        order = range(len(runners)) if repeat % 2 == 0 else reversed(range(len(runners)))
-        for i in order:
-            start = time.perf_counter()
-            loss = runners[i](steps)
-            rates[i].append(batch_size * steps / (time.perf_counter() - start))
-            if not np.isfinite(loss):
-                raise SystemExit(f"Non-finite loss {loss}: the benchmark's models diverged.")
-    ratios = [a / b for a, b in zip(*rates)]
-    return [statistics.median(r) for r in rates] + [statistics.median(ratios), steps]
+    return lambda n: float(loop(iterator, tf.constant(n)).numpy())
 
 
 def header(args, peak):
@@ -178,12 +151,18 @@ def main():
             flops = training_flops_per_sequence(config, seq_length, num_predictions)
             for xla in args.xla.split(","):
                 on = xla == "on"
-                mine, theirs, ratio, steps = time_pair(
-                    [ours(config, batch, on), keras_hub_peer(config, batch, on)], batch_size, args.seconds,
-                    args.warmup, args.repeats)
+                timing = time_pair(Runner(ours(config, batch, on), batch_size),
+                                   Runner(keras_hub_peer(config, batch, on), batch_size), args.seconds,
+                                   args.warmup, args.repeats)
+                (mine, theirs), ratio = timing.rates, timing.ratio
                 results.append((preset, seq_length, batch_size, num_predictions, xla, mine, theirs, ratio, flops))
+                write_result("bench_train_step", {
+                    "preset": preset, "seq": seq_length, "batch": batch_size, "preds": num_predictions, "xla": xla,
+                    "ours_sequences_per_s": round(mine, 2), "keras_hub_sequences_per_s": round(theirs, 2),
+                    "ratio": round(ratio, 4), "repeats": args.repeats, "steps": list(timing.steps),
+                    "flops_per_sequence": flops})
                 print(f"{preset} seq {seq_length} XLA {xla}: ours {mine:.1f} seq/s, keras-hub {theirs:.1f} seq/s, "
-                      f"ratio {ratio:.2f} ({args.repeats} x {steps} steps)", flush=True)
+                      f"ratio {ratio:.2f} ({args.repeats} x {timing.steps} steps)", flush=True)
     peak = max(peak, measure_peak_flops("float32", size=2048))
     rows = ["| preset | seq | batch | preds | XLA | ours seq/s | keras-hub seq/s | ratio | ours tokens/s "
             "| ours MFU | keras-hub MFU |", "|---" * 11 + "|"]

@@ -3,10 +3,11 @@
 Every run starts from the demo recipe (`configs/pretrain/demo_cpu.yaml`), changes the fields its hypothesis names,
 trains through the `bert-pretrain` command a user types, and is scored on the held-out chapters with the original
 metrics. The training log (`train_metrics.jsonl`: masked-LM accuracy per loop) gives the curve; the figure puts
-each group's curves in one PNG.
+each group's curves in one PNG. Each run appends its held-out metrics, time and curve to
+`bench/results/convergence_runs/results.jsonl`.
 
-    .venv/bin/python bench/convergence_runs.py --data_dir /tmp/bible --runs base,lr_3e-4,seq64 --steps 1500
-    .venv/bin/python bench/convergence_runs.py --data_dir /tmp/bible --list
+    .venv/bin/python -m bench.convergence_runs --data_dir /tmp/bible --runs base,lr_3e-4,seq64 --steps 1500
+    .venv/bin/python -m bench.convergence_runs --data_dir /tmp/bible --list
 
 The data directory is filled on first use by the demo's `DemoData` (Bible chapters, every 10th held out; `bert-vocab`;
 `bert-create-pretraining-data` at each length a run needs, dupe_factor 5 for training, 1 held out).
@@ -16,16 +17,12 @@ import argparse
 import copy
 import json
 import os
-import subprocess
-import sys
-import time
 
 import yaml
 
+from bench.harness import REPO, PretrainFailed, run_pretrain, write_result
 from bert_tf.demo_data import MASKED_LM_PROB, DemoData
-from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ_LENGTHS = {128: 20, 64: 10, 32: 5}  # records' length -> predictions per sequence
 EXTRA_RECORDS = {"64m40": (64, 26, 0.4)}  # name -> (length, predictions, masked_lm_prob)
 
@@ -122,34 +119,26 @@ def recipe_for(base, overrides, steps, data):
 
 
 def run(name, args, data):
+    """Trains and scores one run; its summary (also written to `out_dir/NAME/summary.json`), or None on failure."""
     description, overrides = RUNS[name.split("@")[0]]
     with open(os.path.join(REPO, "configs", "pretrain", f"{args.base}.yaml")) as f:
         base = yaml.safe_load(f)
-    recipe = recipe_for(base, overrides, args.steps, data)
     run_dir = os.path.join(args.out_dir, name)
-    os.makedirs(run_dir, exist_ok=True)
-    recipe_file = os.path.join(run_dir, "recipe.yaml")
-    with open(recipe_file, "w") as f:
-        yaml.safe_dump(recipe, f)
-    model_dir = os.path.join(run_dir, "model")
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={recipe_file}",
-                           f"--model_dir={model_dir}", f"--vocab_file={data.vocab()}"], cwd=REPO,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    seconds = time.perf_counter() - start
-    with open(os.path.join(run_dir, "log.txt"), "w") as f:
-        f.write(done.stdout)
-    if done.returncode:
-        print(f"{name}: bert-pretrain failed ({done.returncode}):\n{done.stdout[-2000:]}", flush=True)
+    try:
+        done = run_pretrain(recipe_for(base, overrides, args.steps, data), run_dir, [f"--vocab_file={data.vocab()}"])
+    except PretrainFailed as failure:
+        print(f"{name}: {failure}", flush=True)
         return None
-    history = read_history(os.path.join(model_dir, HISTORY_FILE))
-    results = read_eval_results(model_dir)
-    summary = {"name": name, "description": description, "seconds": seconds, "eval": results,
-               "curve": [(row["step"], row["masked_lm_accuracy"], row["masked_lm_loss"]) for row in history]}
+    results = done.eval_results
+    summary = {"name": name, "description": description, "steps": args.steps, "seconds": round(done.seconds, 1),
+               "eval": results, "curve": [(row["step"], row["masked_lm_accuracy"], row["masked_lm_loss"])
+                                          for row in done.history]}
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump(summary, f)
+    write_result("convergence_runs", summary)
     print(f"{name}: held-out masked-LM accuracy {results['masked_lm_accuracy']:.4f}, NSP "
-          f"{results.get('next_sentence_accuracy', float('nan')):.4f}, {seconds:.0f} s ({description})", flush=True)
+          f"{results.get('next_sentence_accuracy', float('nan')):.4f}, {done.seconds:.0f} s ({description})",
+          flush=True)
     return summary
 
 

@@ -84,8 +84,8 @@ def export_step(preset, precision, batch, seq, preds, out, micro_batch=None, che
     from bert_tf.training.trainer import Trainer, micro_batching, replica_updated_counters
 
     started = time.time()
-    recipe = load_recipe(PRESET_RECIPES.get(preset, "bert_base_paper")).override({"model.preset": preset})
-    recipe = recipe.with_overrides(mixed_precision=precision, jit_compile=True, jit_compile_scope="step")
+    recipe = load_recipe(PRESET_RECIPES.get(preset, "bert_base_paper")).override({
+        "model.preset": preset, "mixed_precision": precision, "jit_compile": True, "jit_compile_scope": "step"})
     micro, accumulation = micro_batching(batch, micro_batch)
     strategy = tf.distribute.get_strategy()
     config = resolve_bert_config(recipe)

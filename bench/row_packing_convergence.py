@@ -9,30 +9,25 @@ records unpacked, which every run is scored on at the end with the original metr
 Each run: the tiny model at H=64 (FFN 256), batch 16 rows, the original schedule (warmup then linear decay)
 over `--steps`, a log row every 10 steps. A packed batch holds more instances, so in the same steps a packed run
 sees more tokens: the curves are drawn against non-padding tokens seen (step x rows x the records' mean
-non-padding tokens per row).
+non-padding tokens per row). Each run appends its tokens seen and held-out metrics to
+`bench/results/row_packing_convergence/results.jsonl`.
 
-    .venv/bin/python bench/row_packing_convergence.py --steps 300 --out docs/images/row_packing_convergence.png
+    .venv/bin/python -m bench.row_packing_convergence --steps 300 --out docs/images/row_packing_convergence.png
 """
 
 import argparse
 import json
 import os
 import random
-import shutil
-import subprocess
-import sys
 
-import yaml
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from bert_tf.instances.options import InstanceOptions  # noqa: E402
-from bert_tf.instances.pipeline import create_pretraining_data  # noqa: E402
-from bert_tf.text.bible import read_bible_documents  # noqa: E402
-from bert_tf.text.corpus import CorpusCounts  # noqa: E402
-from bert_tf.text.tokenizer import FullTokenizer  # noqa: E402
-from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history  # noqa: E402
+from bench.bench_row_packing import minilm_vocab
+from bench.harness import REPO, run_pretrain, write_result
+from bert_tf.instances.options import InstanceOptions
+from bert_tf.instances.pipeline import create_pretraining_data
+from bert_tf.text.bible import read_bible_documents
+from bert_tf.text.corpus import CorpusCounts
+from bert_tf.text.tokenizer import FullTokenizer
+from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
 
 SEQ, PREDICTIONS, ROWS = 128, 20, 16
 # The tiny preset narrowed so that four runs take minutes on 2 shared cores.
@@ -73,24 +68,17 @@ def make_data(data_dir, vocab):
 
 
 def run(name, seed, files, vocab, steps, out_dir):
-    model_dir = os.path.join(out_dir, f"{name}-seed{seed}")
-    shutil.rmtree(model_dir, ignore_errors=True)  # bert-pretrain would resume a finished run
+    """(training log rows, held-out metrics) of one `bert-pretrain` run on the `name` records."""
     recipe = {"name": f"{name}_seed{seed}", "model": MODEL, "train_batch_size": ROWS,
               "num_train_steps": steps, "num_warmup_steps": steps // 10, "learning_rate": 1e-3,
               "save_checkpoints_steps": steps, "iterations_per_loop": 10, "max_seconds_per_loop": 600.0,
               "seed": seed, "shuffle_buffer": 1000,
               "phases": [{"name": "p", "num_steps": steps, "max_seq_length": SEQ,
                           "max_predictions_per_seq": PREDICTIONS}]}
-    path = os.path.join(out_dir, f"{name}-seed{seed}.yaml")
-    with open(path, "w") as f:
-        yaml.safe_dump(recipe, f)
-    done = subprocess.run([sys.executable, "-m", "bert_tf.cli.pretrain", f"--config={path}",
-                           f"--model_dir={model_dir}", f"--input_file={files[name]}",
-                           f"--eval_input_file={files['heldout']}", f"--vocab_file={vocab}", "--peak_tflops=1"],
-                          cwd=REPO, capture_output=True, text=True)
-    if done.returncode:
-        sys.exit(f"{name} seed {seed} failed:\n{done.stderr[-3000:]}")
-    return read_history(os.path.join(model_dir, HISTORY_FILE)), read_eval_results(model_dir)
+    done = run_pretrain(recipe, os.path.join(out_dir, f"{name}-seed{seed}"), [
+        f"--input_file={files[name]}", f"--eval_input_file={files['heldout']}", f"--vocab_file={vocab}",
+        "--peak_tflops=1"])
+    return done.history, done.eval_results
 
 
 def main():
@@ -101,8 +89,6 @@ def main():
     parser.add_argument("--out", default=os.path.join(REPO, "docs", "images", "row_packing_convergence.png"))
     parser.add_argument("--plot_only", action="store_true", help="draw the runs already in --data_dir again")
     args = parser.parse_args()
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_row_packing import minilm_vocab
     vocab = minilm_vocab()
     if args.plot_only:
         with open(os.path.join(args.data_dir, "tokens_per_row.json")) as f:
@@ -113,13 +99,17 @@ def main():
     for name in ("unpacked", "packed"):
         for seed in map(int, args.seeds.split(",")):
             if args.plot_only:
-                model_dir = os.path.join(args.data_dir, f"{name}-seed{seed}")
+                model_dir = os.path.join(args.data_dir, f"{name}-seed{seed}", "model")
                 history, final = read_history(os.path.join(model_dir, HISTORY_FILE)), read_eval_results(model_dir)
             else:
                 history, final = run(name, seed, files, vocab, args.steps, args.data_dir)
             results[(name, seed)] = (history, final)
-            print(json.dumps({"run": name, "seed": seed, "tokens_seen": args.steps * ROWS * tokens_per_row[name],
-                              **{k: round(v, 4) for k, v in final.items()}}), flush=True)
+            line = {"run": name, "seed": seed, "steps": args.steps,
+                    "tokens_seen": round(args.steps * ROWS * tokens_per_row[name]),
+                    **{k: round(v, 4) for k, v in final.items()}}
+            if not args.plot_only:
+                write_result("row_packing_convergence", line)
+            print(json.dumps(line), flush=True)
 
     import matplotlib
     matplotlib.use("Agg")
