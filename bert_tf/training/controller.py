@@ -31,7 +31,8 @@ from bert_tf.training.strategy import sum_over_workers
 
 @dataclasses.dataclass(kw_only=True, eq=False, repr=False)
 class Controller:
-    """Trains one phase at a time, checkpointing every `save_checkpoints_steps`, and stops on SIGTERM.
+    """Trains one phase at a time, checkpointing every `save_checkpoints_steps`; stops on SIGTERM or when one of the
+    caller's actions asks.
 
     Every argument is keyword-only, as in Orbit's `Controller`.
 
