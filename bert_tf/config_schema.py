@@ -12,8 +12,9 @@ A configuration is a frozen dataclass that derives from `Section`:
 - `Section.override(settings)` is the one way to change one: by path (`optimizer.beta_1`, `phases.1.max_seq_length`,
   `phases.input_file` for every phase), a string value read as YAML (`parse_value`), as `--set PATH=VALUE` and a
   command's flags give them;
-- `field_option(default, help, flag=..., choices=...)` marks a field as a command-line flag (`config_flags` lists
-  them; `bert_tf.cli.config_flags` defines them);
+- `field_option(default, help, flag=..., choices=..., group=...)` marks a field as a command-line flag
+  (`config_flags` lists them; `bert_tf.cli.config_flags` defines them); its help group is `group`, else the
+  `HELP_GROUP` of the section it is in;
 - `read_yaml(text, where)` reads YAML with 1.2's numbers (`1e-4` is a number); `bert_tf.config_loading` reads files.
 
 Every error is a `ConfigError` (an `InputError`, so a command exits 2) with one line in one format:
@@ -131,17 +132,16 @@ def check_keys(values, cls, where, required=(), error=ConfigError):
         raise error(f"{where}: missing field(s) {missing}.")
 
 
-def field_option(default=dataclasses.MISSING, help=None, *, flag=None, choices=None, fields_of=None, **kwargs):
+def field_option(default=dataclasses.MISSING, help=None, *, flag=None, choices=None, group=None, **kwargs):
     """A dataclass field with what the schema and the command line read from it: `help` makes it a flag of a
-    command that has this configuration (named `flag`, else the field's name; an enum of `choices`), `fields_of`
-    (a `Section` class) makes a `dict` field hold some of that section's fields, written beside this section's own
-    in its mapping (a recipe's `model: {preset: base, hidden_dropout_prob: 0}`).
+    command that has this configuration (named `flag`, else the field's name; an enum of `choices`), listed by
+    `--help` under `group` (default: the `HELP_GROUP` of the section that holds it).
 
     >>> dataclasses.field(default=1).metadata == {}, field_option(1, "Steps.").metadata["help"]
     (True, 'Steps.')
     """
     metadata = {key: value for key, value in (("help", help), ("flag", flag), ("choices", choices),
-                                              ("fields_of", fields_of)) if value is not None}
+                                              ("group", group)) if value is not None}
     return dataclasses.field(default=default, metadata=metadata, **kwargs)
 
 
@@ -151,26 +151,6 @@ def _plain_kind(kind):
     if type(None) in args:
         return next(a for a in args if a is not type(None)), True
     return kind, False
-
-
-def _fields_of_field(cls):
-    """The field of `cls` that holds some fields of another section (`field_option(fields_of=...)`), else None."""
-    return next((f for f in dataclasses.fields(cls) if "fields_of" in f.metadata), None)
-
-
-def _check_fields_of(owner, field, prefix):
-    """The checks of the `fields_of` mapping `field` of the section `owner`: its keys are fields of that section,
-    each of that field's type."""
-    values, section, error = getattr(owner, field.name), field.metadata["fields_of"], owner.ERROR
-    if not isinstance(values, dict):
-        raise error(f"{prefix}{field.name}={values!r} must be a mapping of {section.__name__} fields.")
-    hints = typing.get_type_hints(section)
-    unknown = sorted(set(values) - set(hints))
-    if unknown:
-        where = f"{prefix.rstrip('.')}: " if prefix else ""
-        raise error(f"{where}unknown field(s) {unknown}; known fields are {sorted(_path_names(type(owner)))}.")
-    for key, value in values.items():
-        check_value_type(f"{prefix}{key}", value, hints[key], error)
 
 
 class Section:
@@ -192,13 +172,12 @@ class Section:
 
     SECTION = ""
     ERROR = ConfigError
+    # The title `--help` lists this section's flags under (a field's own `group` wins); None: the enclosing one's.
+    HELP_GROUP = None
 
     def __post_init__(self):
         prefix = f"{self.SECTION}." if self.SECTION else ""
         check_field_types(self, prefix, self.ERROR)
-        for field in dataclasses.fields(self):
-            if "fields_of" in field.metadata:
-                _check_fields_of(self, field, prefix)
         for field, ok, rule in self._rules():
             if not ok:
                 raise self.ERROR(f"{prefix}{field}={_value_at(self, field)!r} {rule}.")
@@ -217,11 +196,6 @@ class Section:
         if not isinstance(values, dict):
             raise cls.ERROR(f"{keys_where} must be a mapping of fields, got {values!r}.")
         values = dict(values)
-        spread = _fields_of_field(cls)
-        if spread is not None:  # the other keys are fields of the `fields_of` section
-            own = {f.name for f in dataclasses.fields(cls)} - {spread.name}
-            values = {**{k: v for k, v in values.items() if k in own},
-                      spread.name: {k: v for k, v in values.items() if k not in own}}
         hints = typing.get_type_hints(cls)
         required = [f.name for f in dataclasses.fields(cls)
                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
@@ -244,7 +218,7 @@ class Section:
 
     def to_dict(self):
         """The mapping `from_dict` reads back (and a YAML file holds): nested sections and lists of sections as
-        mappings and lists of mappings, tuples as lists, a `fields_of` mapping's fields beside the section's own."""
+        mappings and lists of mappings, tuples as lists."""
         values = {}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
@@ -254,10 +228,7 @@ class Section:
                 value = [v.to_dict() if isinstance(v, Section) else v for v in value]
             elif isinstance(value, dict):
                 value = dict(value)
-            if "fields_of" in field.metadata:
-                values.update(value)
-            else:
-                values[field.name] = value
+            values[field.name] = value
         return values
 
     def override(self, settings, where=None, flags=None):
@@ -296,6 +267,7 @@ class ConfigFlag(typing.NamedTuple):
         kind: the field's plain type (str, int, float or bool).
         per_item: whether the field is one of each item of a list (a phase's), so the flag is given once per item.
         help, choices, default: the flag's help, its enum values (or None) and the field's default.
+        group: the title `--help` lists it under (None: with the command's other flags).
     """
 
     name: str
@@ -305,9 +277,10 @@ class ConfigFlag(typing.NamedTuple):
     help: str
     choices: typing.Optional[tuple]
     default: object
+    group: typing.Optional[str] = None
 
 
-def config_flags(cls, prefix="", per_item=False):
+def config_flags(cls, prefix="", per_item=False, group=None):
     """The `ConfigFlag`s of the fields of `cls`, its nested sections and its list items, in field order.
 
     >>> @dataclasses.dataclass(frozen=True)
@@ -318,16 +291,18 @@ def config_flags(cls, prefix="", per_item=False):
     """
     flags = []
     hints = typing.get_type_hints(cls)
+    group = cls.HELP_GROUP or group
     for field in dataclasses.fields(cls):
         kind, _ = _plain_kind(hints[field.name])
         path = f"{prefix}{field.name}"
         if "help" in field.metadata:
             flags.append(ConfigFlag(field.metadata.get("flag", field.name), path, kind, per_item,
-                                    field.metadata["help"], field.metadata.get("choices"), field.default))
+                                    field.metadata["help"], field.metadata.get("choices"), field.default,
+                                    field.metadata.get("group", group)))
         elif isinstance(kind, type) and issubclass(kind, Section):
-            flags += config_flags(kind, f"{path}.", per_item)
+            flags += config_flags(kind, f"{path}.", per_item, group)
         elif section_items(kind) is not None:
-            flags += config_flags(section_items(kind), f"{path}.", True)
+            flags += config_flags(section_items(kind), f"{path}.", True, group)
     return flags
 
 
@@ -370,11 +345,7 @@ def _set_path(cls, values, parts, value, assignment):
     """Sets the field `parts` names in `values`, the mapping of a `cls`."""
     hints = typing.get_type_hints(cls)
     name, rest = parts[0], parts[1:]
-    spread = _fields_of_field(cls)
-    if spread is not None and name in _path_names(cls) - set(hints) and not rest:  # a `fields_of` mapping's field
-        values[name] = _parsed(value, typing.get_type_hints(spread.metadata["fields_of"])[name], assignment)
-        return
-    if name not in hints or (spread is not None and name == spread.name):
+    if name not in hints:
         _unknown_path(cls, name, assignment)
     kind = hints[name]
     plain, _ = _plain_kind(kind)
@@ -429,11 +400,14 @@ def _parsed(value, kind, assignment):
 def _unknown_path(cls, name, assignment):
     """Raises the error of a path whose part `name` names no field of `cls`: at the top, the unknown-key error a
     file gets; inside a section or a list's items, the error names the fields that are close to `name`."""
-    names = _path_names(cls)
-    if cls is assignment.root:
-        raise assignment.error(f"{assignment.where}: unknown field(s) {[name]}; known fields are {sorted(names)}.")
-    inside = assignment.path[:assignment.path.rindex(name)]
+    names = {f.name for f in dataclasses.fields(cls)}
     meant = difflib.get_close_matches(name, names, n=2)
+    if cls is assignment.root:
+        meant = meant or _close_nested_paths(cls, name)
+        hint = f" Did you mean {' or '.join(map(repr, meant))}?" if meant else ""
+        raise assignment.error(f"{assignment.where}: unknown field(s) {[name]}; known fields are {sorted(names)}."
+                               + hint)
+    inside = assignment.path[:assignment.path.rindex(name)]
     hint = (f"did you mean {' or '.join(repr(inside + m) for m in meant)}?" if meant
             else f"its fields are {', '.join(sorted(names))}.")
     raise assignment.error(f"Unknown override {assignment.path!r}: use a {_human_name(assignment.root)} field as "
@@ -441,18 +415,22 @@ def _unknown_path(cls, name, assignment):
                            f"no field {name!r}: {hint}")
 
 
+def _close_nested_paths(cls, name):
+    """"SECTION.FIELD" paths of the nested sections of `cls` whose field is close to `name` (a field given without
+    its section: `max_seq_lenght` -> `instances.max_seq_length`)."""
+    hints = typing.get_type_hints(cls)
+    paths = {}
+    for field in dataclasses.fields(cls):
+        kind, _ = _plain_kind(hints[field.name])
+        if isinstance(kind, type) and issubclass(kind, Section):
+            for inner in dataclasses.fields(kind):
+                paths.setdefault(inner.name, f"{field.name}.{inner.name}")
+    return [paths[m] for m in difflib.get_close_matches(name, paths, n=2)]
+
+
 def _human_name(cls):
     """"finetuning recipe" for `FinetuningRecipe`."""
     return re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()
-
-
-def _path_names(cls):
-    """The names a path may use inside a `cls`: its fields, with a `fields_of` mapping's fields instead of it."""
-    spread = _fields_of_field(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    if spread is not None:
-        names = (names - {spread.name}) | {f.name for f in dataclasses.fields(spread.metadata["fields_of"])}
-    return names
 
 
 class YamlLoader(yaml.SafeLoader):

@@ -9,7 +9,7 @@ from bert_tf.training.recipe import RecipeError, load_recipe, recipe_names, scal
 
 
 def scaled(name, total):
-    return [p.num_steps for p in load_recipe(name).with_overrides(num_train_steps=total, num_warmup_steps=1).phases]
+    return [p.num_steps for p in load_recipe(name).override({"num_train_steps": total, "num_warmup_steps": 1}).phases]
 
 
 @pytest.mark.parametrize("total, steps", [(1500, [750, 750]), (3000, [1500, 1500]), (5000, [3000, 2000]),

@@ -34,10 +34,9 @@ def installed(script, *args, env, cwd=None):
 
 
 def own_flags(module):
-    """The flags a command's module defines (its own and the shared groups it uses), not absl's."""
-    script = (f"import json, bert_tf.cli.{module} as m; from absl import flags\n"
-              "print(json.dumps(sorted(f.name for mod, fs in flags.FLAGS.flags_by_module_dict().items()\n"
-              "                        if not mod.startswith('absl') for f in fs)))")
+    """The flags of a command (those generated from its configuration and the frame's), not absl's."""
+    script = (f"import json, bert_tf.cli.{module} as m; from bert_tf.cli.command import command_flag_values\n"
+              "print(json.dumps(sorted(command_flag_values(m.COMMAND))))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)

@@ -17,19 +17,17 @@ from helpers import REPO
 TABLE = os.path.join(REPO, "tests", "fixtures", "command_flags.json")
 COMMANDS = sorted(re.findall(r'"bert-[\w-]+=bert_tf\.cli\.(\w+):run"',
                              open(os.path.join(REPO, "setup.py"), encoding="utf-8").read()))
-# One command's own flags (its module's and the shared groups it uses, not absl's), in a fresh interpreter: absl's
-# flags are global to a process, and some commands share names.
+# One command's own flags (those the frame generates from its configuration, and its own --config, --set,
+# --platform; not absl's), in a fresh interpreter, as its console script would see them.
 FLAGS_OF_ONE_COMMAND = """
 import json, sys, importlib
-from absl import flags
-importlib.import_module("bert_tf.cli." + sys.argv[1])
+from bert_tf.cli.command import command_flag_values
+flag_values = command_flag_values(importlib.import_module("bert_tf.cli." + sys.argv[1]).COMMAND)
 table = {}
-for module, module_flags in flags.FLAGS.flags_by_module_dict().items():
-    if module.startswith("absl"):
-        continue
-    for flag in module_flags:
-        table[flag.name] = {"type": flag.flag_type(), "default": flag.default,
-                            "choices": sorted(getattr(flag.parser, "enum_values", None) or []) or None}
+for name in flag_values:
+    flag = flag_values[name]
+    table[name] = {"type": flag.flag_type(), "default": flag.default,
+                   "choices": sorted(getattr(flag.parser, "enum_values", None) or []) or None}
 print(json.dumps(table, sort_keys=True))
 """
 

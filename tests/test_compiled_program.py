@@ -30,7 +30,7 @@ def lowered_summary(recipe, micro_batch_size=BATCH):
 
 
 def paper_recipe(name):
-    return load_recipe(name).with_overrides(mixed_precision="mixed_bfloat16")
+    return load_recipe(name).override({"mixed_precision": "mixed_bfloat16"})
 
 
 def assert_accelerator_ready(recipe, summary):

@@ -62,7 +62,7 @@ import tensorflow as tf
 from bert_tf.training.pretraining import PretrainingRun
 
 def stop_at_8_and_resume(recipe, model_dir, strategy):
-    recipe = recipe.with_overrides(save_checkpoints_steps=4)
+    recipe = recipe.override({"save_checkpoints_steps": 4})
     os.makedirs(os.path.join(model_dir, "ckpt-8.index"))
     try:
         PretrainingRun(recipe, model_dir, strategy, peak_tflops=1.0).run()
@@ -111,8 +111,8 @@ def test_mirrored_two_logical_cpus_equals_one_device(setup, reference):
         exec({STOP_AT_8_AND_RESUME!r})
         stop_at_8_and_resume(load_recipe({setup['recipe']!r}), {model_dir + '_resumed'!r}, strategy)
         # The options on two replicas: float16 with dynamic loss scaling (a merge_call path), XLA, LAMB.
-        options = load_recipe({setup['recipe']!r}).with_overrides(
-            num_train_steps=4, mixed_precision="mixed_float16", jit_compile=True, optimizer="lamb")
+        options = load_recipe({setup['recipe']!r}).override(dict(
+            num_train_steps=4, mixed_precision="mixed_float16", jit_compile=True, **{{"optimizer.name": "lamb"}}))
         result = run_pretraining(options, {model_dir + '_options'!r}, strategy=strategy, peak_tflops=1.0)
         print("OPTIONS", result.step, result.last_metrics["loss"], result.last_metrics["grad_norm"])
         # An eval batch that does not split over the two replicas stops the run before its first step.

@@ -9,27 +9,15 @@ own.
 
 import doctest
 import importlib
-import importlib.util
-import os
 import pkgutil
-import subprocess
-import sys
 
 import pytest
 
 import bert_tf
-from helpers import REPO
 
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-SHARED_CLI_MODULES = ("bert_tf.cli", "bert_tf.cli.app", "bert_tf.cli.flag_groups")
-
-
 def module_names():
     return ["bert_tf"] + sorted(info.name for info in pkgutil.walk_packages(bert_tf.__path__, "bert_tf."))
-
-
-def is_command(name):
-    return name.startswith("bert_tf.cli.") and name not in SHARED_CLI_MODULES
 
 
 def namespace():
@@ -43,7 +31,7 @@ def namespace():
                 BertEncoder=BertEncoder, BertPretrainer=BertPretrainer)
 
 
-@pytest.mark.parametrize("name", [name for name in module_names() if not is_command(name)])
+@pytest.mark.parametrize("name", module_names())
 def test_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = importlib.import_module(name)
@@ -52,15 +40,3 @@ def test_examples_run(name, tmp_path, monkeypatch):
     for test in doctest.DocTestFinder(exclude_empty=True).find(module, name, globs={**namespace(), **vars(module)}):
         runner.run(test, out=report.append)
     assert runner.failures == 0, "".join(report)
-
-
-def test_command_examples_run(tmp_path):
-    commands = [name for name in module_names() if is_command(name)
-                and ">>>" in open(importlib.util.find_spec(name).origin, encoding="utf-8").read()]
-    assert commands
-    for name in commands:
-        script = (f"import doctest, sys\nimport {name} as module\n"
-                  f"sys.exit(doctest.testmod(module, optionflags={OPTIONS}).failed)")
-        done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300, env={**os.environ, "PYTHONPATH": REPO})
-        assert done.returncode == 0, (name, done.stdout[-3000:], done.stderr[-2000:])

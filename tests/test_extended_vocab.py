@@ -194,13 +194,14 @@ def test_continue_domain_recipe_takes_the_checkpoints_model_with_the_grown_vocab
     recipe = load_recipe("continue_domain")
     assert (recipe.learning_rate, recipe.num_warmup_steps, recipe.num_train_steps) == (2e-5, 1000, 100000)
     assert (recipe.train_batch_size, recipe.phases[0].max_seq_length) == (256, 128)
-    recipe = recipe.with_overrides(max_seq_length=[16], max_predictions_per_seq=[3])  # the tiny model: 32 positions
-    grown = recipe.with_overrides(init_checkpoint=str(root / "model"),
-                                  vocab_file=extended(tmp_path, "grown.txt", BASE + ["begat", "jehoshaphat"]))
+    # The tiny model has 32 positions.
+    recipe = recipe.override({"phases.max_seq_length": [16], "phases.max_predictions_per_seq": [3]})
+    grown = recipe.override({"init_checkpoint": str(root / "model"),
+                             "vocab_file": extended(tmp_path, "grown.txt", BASE + ["begat", "jehoshaphat"])})
     config = resolve_bert_config(grown)
     assert (config.vocab_size, config.hidden_size) == (66, tiny_config().hidden_size)
     moved = list(BASE) + ["begat"]
     moved[ID["city"]] = "town"
     with pytest.raises(InputError, match="line 25 is 'town'"):
-        resolve_bert_config(recipe.with_overrides(init_checkpoint=str(root / "model"),
-                                                  vocab_file=extended(tmp_path, "moved.txt", moved)))
+        resolve_bert_config(recipe.override({"init_checkpoint": str(root / "model"),
+                                             "vocab_file": extended(tmp_path, "moved.txt", moved)}))

@@ -48,7 +48,7 @@ for name in recipes:
     n = len(recipe.phases)
     recipe = recipe.override({"optimizer.beta_1": "0.95", "phases.0.max_seq_length": 64, "model.hidden_size": 64,
                               "phases.input_file": [f"p{i}-*" for i in range(n)] if n > 1 else "p0-*"})
-    recipe = recipe.with_overrides(num_train_steps=10 * n, num_warmup_steps=1, optimizer="lamb")
+    recipe = recipe.override({"num_train_steps": 10 * n, "num_warmup_steps": 1, "optimizer.name": "lamb"})
     assert recipe.optimizer.beta_1 == 0.95 and recipe.phases[0].max_seq_length == 64, name
     assert recipe.model.overrides["hidden_size"] == 64 and recipe.optimizer.name == "lamb", name
     assert sum(p.num_steps for p in recipe.phases) == 10 * n and recipe.phases[-1].input_file == f"p{n - 1}-*", name
@@ -66,10 +66,13 @@ assert load_platforms(os.path.join(before, "platforms.yaml"))["gpu80"].max_micro
 # A fine-tuning config, and the command line's path: flags and --set through the one override.
 finetuning = load_finetuning_recipe(os.path.join(before, "finetune.yaml")).override({"num_train_epochs": "2"})
 assert finetuning.learning_rate == 2e-5 and finetuning.num_train_epochs == 2
+import dataclasses
 from bert_tf.cli import pretrain
-pretrain.FLAGS(["bert-pretrain", "--config=bert_base_paper", "--learning_rate=3e-4", "--input_file=a",
-                "--input_file=b", "--platform=a100_80gb", "--set=phases.1.max_seq_length=256"])
-recipe = pretrain.recipe_from_flags()
+from bert_tf.cli.command import compose, parse_command_line
+argv = ["bert-pretrain", "--config=bert_base_paper", "--model_dir=run", "--learning_rate=3e-4", "--input_file=a",
+        "--input_file=b", "--platform=a100_80gb", "--set=phases.1.max_seq_length=256"]
+command = dataclasses.replace(pretrain.COMMAND, check=None)  # the input files "a" and "b" do not exist
+recipe = compose(command, parse_command_line(command, argv)).recipe
 assert recipe.learning_rate == 3e-4 and [p.input_file for p in recipe.phases] == ["a", "b"], recipe
 assert recipe.phases[1].max_seq_length == 256 and recipe.mixed_precision == "mixed_bfloat16"
 # bert_config.json files: this package's and a Google release's.

@@ -101,7 +101,7 @@ def test_phase_one_fits_more_sequences_and_an_explicit_flag_still_wins():
     fitted = apply_platform(load_recipe("bert_large_paper"), "tpu_v4")
     short, long = (fitted.phase_micro_batch_size(p) for p in fitted.phases)
     assert short >= 4 * long
-    flagged = fitted.with_overrides(max_micro_batch_size=4)  # what bert-pretrain --max_micro_batch_size=4 does
+    flagged = fitted.override({"max_micro_batch_size": 4})  # what bert-pretrain --max_micro_batch_size=4 does
     assert [flagged.phase_micro_batch_size(p) for p in flagged.phases] == [4, 4]
 
 

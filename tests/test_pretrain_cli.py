@@ -1,6 +1,7 @@
 """`bert-pretrain` end to end in its own process: outputs, resume, and runs stopped by SIGTERM or SIGKILL that end
 with the same weights as an uninterrupted run."""
 
+import dataclasses
 import glob
 import json
 import os
@@ -14,6 +15,8 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from bert_tf.cli import pretrain
+from bert_tf.cli.command import command_flag_values, compose, parse_command_line
 from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import load_pretrainer
@@ -164,22 +167,15 @@ def test_cli_errors_name_the_cause(data, tmp_path):
             "per phase, in order.") in done.stderr
 
 
-# Parses each argv with the CLI's absl flags and prints the recipe `recipe_from_flags` makes of it. In a child
-# process: absl's FLAGS are global to a process, and parsing them in pytest's would leave state behind.
-RECIPES_FROM_ARGVS = """
-import json, sys
-from bert_tf.cli import pretrain
-recipes = []
-for argv in json.loads(sys.argv[1]):
-    pretrain.FLAGS(argv)
-    recipes.append(pretrain.recipe_from_flags().to_dict())
-    pretrain.FLAGS.unparse_flags()  # the next argv starts from the flags' defaults
-flag_names = sorted(f.name for f in pretrain.FLAGS.get_flags_for_module(pretrain.__name__))
-print(json.dumps({"recipes": recipes, "flags": flag_names}))
-"""
 # The CLI's flags that are not recipe fields: where the run goes and how fast the hardware is.
 NOT_RECIPE_FLAGS = {"config", "model_dir", "strategy", "tpu", "all_reduce_implementation", "peak_tflops", "set",
                     "platform", "accept_recipe_change"}
+
+
+def composed_recipe(argv):
+    """The recipe bert-pretrain composes from `argv`, without its input checks (the paths here are made up)."""
+    command = dataclasses.replace(pretrain.COMMAND, check=None)
+    return compose(command, parse_command_line(command, argv)).recipe.to_dict()
 
 
 def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
@@ -200,13 +196,9 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
             argv += [f"--{name}={v}" for v in (value if isinstance(value, list) else [value])]
     settings = argv[:3] + ["--set=optimizer.beta_1=0.95", "--set=phases.1.max_seq_length=24",
                            "--set=model.hidden_dropout_prob=0"]
-    done = subprocess.run([sys.executable, "-c", RECIPES_FROM_ARGVS, json.dumps([argv, argv[:3], settings])], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    output = json.loads(done.stdout.strip().splitlines()[-1])
     # No flag of the CLI is left out of this test: a new one must be wired into the recipe and added above.
-    assert set(output["flags"]) == set(overrides) | NOT_RECIPE_FLAGS
-    got, untouched, set_by_path = output["recipes"]
+    assert set(command_flag_values(pretrain.COMMAND)) == set(overrides) | NOT_RECIPE_FLAGS
+    got, untouched, set_by_path = (composed_recipe(a) for a in (argv, argv[:3], settings))
     assert set_by_path["optimizer"]["beta_1"] == 0.95 and set_by_path["model"]["hidden_dropout_prob"] == 0
     assert [p["max_seq_length"] for p in set_by_path["phases"]] == [16, 24]
 
@@ -226,7 +218,7 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
     assert got["dynamic_masking"]["enabled"] is True and got["use_next_sentence"] is False
     assert got["row_packing"]["enabled"] is True
     assert got["seed"] == 99
-    # Without overrides the recipe is the file's, field for field (after unparsing the first argv).
+    # Without overrides the recipe is the file's, field for field.
     assert untouched == json.loads(json.dumps(load_recipe(recipe).to_dict()))
 
 
@@ -254,9 +246,9 @@ def run_until_checkpoint(args, model_dir, step, sig):
 def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
     steps = (300, 200)
     recipe = write_recipe(data, "cli_resume", steps, save_every=100, dropout=0.1)  # dropout on: its RNG resumes too
-    overrides = {"input_file": [data["seq16"], data["seq32"]], "vocab_file": data["vocab"]}
+    overrides = {"phases.input_file": [data["seq16"], data["seq32"]], "vocab_file": data["vocab"]}
     reference = str(tmp_path / "uninterrupted")
-    run_pretraining(load_recipe(recipe).with_overrides(**overrides), reference, peak_tflops=1.0)
+    run_pretraining(load_recipe(recipe).override(overrides), reference, peak_tflops=1.0)
     expected = weights(reference)
 
     # SIGKILL in phase 2: nothing is saved on the way out; the resumed run restarts from the last checkpoint,
@@ -269,7 +261,7 @@ def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
     assert "Writing checkpoint" in stderr and "skipped" not in stderr  # TensorFlow skips what it cannot copy
     killed_step = latest_step(killed)
     assert 300 <= killed_step < 500
-    resumed = run_pretraining(load_recipe(recipe).with_overrides(**overrides, async_checkpoints=True), killed,
+    resumed = run_pretraining(load_recipe(recipe).override({**overrides, "async_checkpoints": True}), killed,
                               peak_tflops=1.0)
     assert resumed.completed and resumed.step == 500
 
@@ -368,8 +360,8 @@ def test_a_stopped_run_with_mixed_inputs_resumes_bit_identically(data, tmp_path,
     an uninterrupted run."""
     mixed = [{"input_file": data["general16"], "share": 0.3}]
     recipe = load_recipe(one_phase_recipe(data, "mixed_resume", 30, model=tiny_model_section(
-        num_hidden_layers=1, max_position_embeddings=16, hidden_dropout_prob=0.1))).with_overrides(
-        input_file=[data["seq16"]], vocab_file=data["vocab"], mixed_inputs=[mixed])
+        num_hidden_layers=1, max_position_embeddings=16, hidden_dropout_prob=0.1))).override(
+        {"phases.input_file": [data["seq16"]], "vocab_file": data["vocab"], "phases.mixed_inputs": [mixed]})
     reference = str(tmp_path / "uninterrupted")
     run_pretraining(recipe, reference, peak_tflops=1.0)
 

@@ -31,17 +31,17 @@ def test_paper_recipes_state_the_original_run(name, hidden, layers):
 def test_demo_recipe_takes_vocab_size_from_the_vocab(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(f"t{i}" for i in range(1000)) + "\n")
-    recipe = load_recipe("demo_cpu").with_overrides(vocab_file=str(vocab))
+    recipe = load_recipe("demo_cpu").override({"vocab_file": str(vocab)})
     config = resolve_bert_config(recipe)
     assert (config.hidden_size, config.num_hidden_layers, config.vocab_size) == (128, 2, 1000)
 
 
 def test_overrides_per_phase_and_rescaled_steps():
-    recipe = load_recipe("bert_base_paper").with_overrides(
-        num_train_steps=1000, num_warmup_steps=100, input_file=["a/*.tfrecord", "b/*.tfrecord"],
-        max_predictions_per_seq=[20, 76], train_batch_size=64, learning_rate=2e-4, optimizer="lamb",
-        mixed_precision="mixed_bfloat16", jit_compile=True, use_next_sentence=False, dynamic_masking=True,
-        eval_input_file="heldout.tfrecord", iterations_per_loop=None)
+    recipe = load_recipe("bert_base_paper").override({
+        "num_train_steps": 1000, "num_warmup_steps": 100, "phases.input_file": ["a/*.tfrecord", "b/*.tfrecord"],
+        "phases.max_predictions_per_seq": [20, 76], "train_batch_size": 64, "learning_rate": 2e-4,
+        "optimizer.name": "lamb", "mixed_precision": "mixed_bfloat16", "jit_compile": True,
+        "use_next_sentence": False, "dynamic_masking.enabled": True, "eval.input_file": "heldout.tfrecord"})
     assert [(p.num_steps, p.input_file, p.max_predictions_per_seq) for p in recipe.phases] == [
         (900, "a/*.tfrecord", 20), (100, "b/*.tfrecord", 76)]
     assert (recipe.train_batch_size, recipe.learning_rate, recipe.optimizer.name, recipe.iterations_per_loop) == (
@@ -53,17 +53,17 @@ def test_overrides_per_phase_and_rescaled_steps():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"input_file": ["only-one.tfrecord"]}, r"--input_file was given 1 time\(s\) but recipe 'bert_base_paper' has "
-                                            r"2 phases \(seq128, seq512\)"),
+    ({"phases.input_file": ["only-one.tfrecord"]}, r"--set phases.input_file= gave 1 value\(s\) but recipe "
+                                                   r"'bert_base_paper' has 2 phases \(seq128, seq512\)"),
     ({"num_train_steps": 5000}, r"num_train_steps=5000 is below the recipe's num_warmup_steps=10000"),
     ({"learning_rate": -1.0}, r"learning_rate=-1.0 must be a positive number"),
     ({"mixed_precision": "fp8"}, r"mixed_precision='fp8' must be one of float32, mixed_bfloat16, mixed_float16"),
     ({"train_batch_size": 0}, r"train_batch_size=0 must be a positive integer"),
-    ({"max_seq_length": [128, 64]}, r"phases\[1\].max_predictions_per_seq=80 must not exceed max_seq_length=64"),
+    ({"phases.max_seq_length": [128, 64]}, r"phases\[1\].max_predictions_per_seq=80 must not exceed max_seq_length=64"),
 ])
 def test_wrong_values_name_the_field(overrides, message):
     with pytest.raises(RecipeError, match=message):
-        load_recipe("bert_base_paper").with_overrides(**overrides)
+        load_recipe("bert_base_paper").override(overrides)
 
 
 def test_wrong_yaml_names_the_field(tmp_path):
@@ -109,7 +109,7 @@ def write_yaml(tmp_path, text):
     ("optimizer: {beta_1: '0.9'}\n", r"optimizer.beta_1='0.9' must be a finite number: write it without quotes "
                                      r"\(beta_1: 0.9\)"),
     ("model: {preset: tiny, layer_norm_eps: tiny}\n", r"model.layer_norm_eps='tiny' must be a finite number"),
-    ("model: {preset: tiny, layer_norm_eps: '1e-7'}\n", r"model.layer_norm_eps='1e-7' must be a finite number: "
+    ("model: {preset: tiny, layer_norm_eps: '1e-7'}\n", r"model.layer_norm_eps='1e-7' must be a finite number or null: "
                                                         r"write it without quotes"),
     ("train_batch_size: 32.5\n", r"train_batch_size=32.5 must be an integer"),
     ("jit_compile: 'no'\n", r"jit_compile='no' must be true or false"),
@@ -156,15 +156,15 @@ def test_mixed_inputs_round_trip_through_yaml_overrides_and_set(tmp_path):
     import yaml
     assert yaml.safe_load(yaml.safe_dump(recipe.to_dict()))["phases"][0]["mixed_inputs"] == [
         {"input_file": "general-*.tfrecord", "share": 0.05}]  # what a run writes to its recipe.yaml
-    # --set (a YAML string), a dotted path's value, with_overrides (one list of sets per phase): the same recipe.
+    # --set (a YAML string), a dotted path's value, one list of sets per phase: the same recipe.
     two = "[{input_file: general-*.tfrecord, share: 0.2}, {input_file: books.tfrecord, share: 0.1}]"
     by_set = recipe.override({"phases.0.mixed_inputs": two})
     assert by_set.phases[0].mixed_inputs == (InputSet("general-*.tfrecord", 0.2), InputSet("books.tfrecord", 0.1))
     values = [{"input_file": "general-*.tfrecord", "share": 0.2}, {"input_file": "books.tfrecord", "share": 0.1}]
     assert recipe.override({"phases.mixed_inputs": values}) == by_set  # a one-phase recipe: the phase's sets
-    assert recipe.with_overrides(mixed_inputs=[values]) == by_set
+    assert recipe.override({"phases.mixed_inputs": [values]}) == by_set
     assert recipe.override({"phases.0.mixed_inputs": "[]"}).phases[0].mixed_inputs == ()
-    assert by_set.with_overrides(num_train_steps=600, num_warmup_steps=6).phases[0].mixed_inputs == (
+    assert by_set.override({"num_train_steps": 600, "num_warmup_steps": 6}).phases[0].mixed_inputs == (
         by_set.phases[0].mixed_inputs)  # kept when the phases are rescaled
 
 

@@ -41,7 +41,7 @@ SETUP = textwrap.dedent("""
 
     # Optimizer steps of the Trainer on global batches whose replica halves are the same sequences.
     def trainer(strategy, max_micro_batch_size=None, jit_compile=False):
-        recipe = load_recipe("demo_cpu").with_overrides(num_train_steps=10, num_warmup_steps=0, learning_rate=1e-2)
+        recipe = load_recipe("demo_cpu").override({"num_train_steps": 10, "num_warmup_steps": 0, "learning_rate": 1e-2})
         keras.utils.set_random_seed(7)
         with strategy.scope():
             model = create_pretrainer(config)

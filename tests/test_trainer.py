@@ -26,8 +26,8 @@ CONFIG = tiny_config(vocab_size=VOCAB_SIZE, max_position_embeddings=SEQ, hidden_
 def make_trainer(max_micro_batch_size=None, jit_compile=False, mixed_precision="float32", optimizer="adamw",
                  use_next_sentence=True, config=CONFIG, strategy=None):
     strategy = strategy or tf.distribute.get_strategy()
-    recipe = load_recipe("demo_cpu").with_overrides(num_train_steps=20, num_warmup_steps=2, learning_rate=5e-3,
-                                                    optimizer=optimizer, mixed_precision=mixed_precision)
+    recipe = load_recipe("demo_cpu").override({"num_train_steps": 20, "num_warmup_steps": 2, "learning_rate": 5e-3,
+                                               "optimizer.name": optimizer, "mixed_precision": mixed_precision})
     keras.utils.set_random_seed(7)
     with strategy.scope():  # as run_pretraining builds them
         model = create_pretrainer(config, mixed_precision, use_next_sentence)

@@ -34,7 +34,7 @@ flags.DEFINE_bool("row_packing", False, "Estimate packed rows (several instances
 
 def main(argv):
     del argv
-    recipe = load_recipe(FLAGS.config).with_overrides(mixed_precision=FLAGS.mixed_precision)
+    recipe = load_recipe(FLAGS.config).override({"mixed_precision": FLAGS.mixed_precision})
     if FLAGS.row_packing:
         recipe = recipe.override({"row_packing.enabled": True})
     for index, phase in enumerate(recipe.phases):

@@ -68,9 +68,8 @@ def step_bytes(recipe, phase_index, micro_batch_size, num_hidden_layers=None):
     """Bytes XLA's CPU compiler assigns to one step of `recipe` (two accumulated micro-batches), optionally with the
     model cut to `num_hidden_layers` blocks."""
     if num_hidden_layers is not None:
-        model = dataclasses.replace(recipe.model, overrides={**recipe.model.overrides,
-                                                             "num_hidden_layers": num_hidden_layers})
-        recipe = dataclasses.replace(recipe, model=model)
+        recipe = dataclasses.replace(recipe, model=dataclasses.replace(recipe.model,
+                                                                      num_hidden_layers=num_hidden_layers))
     loop = lower_training_loop(recipe, phase_index, micro_batch_size, accumulation_steps=2, steps=1)
     return memory_report(loop.compiler_ir("optimized_hlo_proto_serialized")).total
 

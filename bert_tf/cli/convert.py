@@ -12,29 +12,41 @@ or bert-pretrain). A wrong flag or input ends it with exit status 2 and one line
 `bert_tf.cli.app`).
 """
 
-from absl import flags
+import dataclasses
+from typing import Optional
 
 from bert_tf.cli import app
+from bert_tf.cli.command import Command
+from bert_tf.config_schema import Section, field_option
 from bert_tf.errors import InputError
 
-FLAGS = flags.FLAGS
 
-# "from" is a Python keyword: the flag is read as FLAGS["from"].value.
-flags.DEFINE_enum("from", None, ["tf1", "hf"], "Source format: tf1 (a released Google BERT directory: "
-                  "bert_model.ckpt.*, bert_config.json, vocab.txt) or hf (config.json, model.safetensors, vocab.txt).")
-flags.DEFINE_enum("to", None, ["hf", "keras_hub"], "Instead of --from: export this package's model directory "
-                  "(--input) as an HF BertForPreTraining folder or a keras-hub preset folder.")
-flags.DEFINE_string("input", None, "The source model directory.")
-flags.DEFINE_string("output", None, "Where the converted directory goes (new or empty).")
-flags.DEFINE_bool("allow_vocab_mismatch", False, "With --from: accept a vocab.txt whose size differs from the "
-                  "config's vocab_size.")
-flags.DEFINE_bool("do_lower_case", True, "With --to: whether the model is uncased (written into the tokenizer "
-                  "config).")
+@dataclasses.dataclass(frozen=True)
+class ConvertConfig(Section):
+    """Which way `bert-convert` converts (`source`, the --from flag: into this package's format; `target`, --to:
+    out of it), and the two directories.
+
+    Example:
+    >>> ConvertConfig(source="tf1", input="uncased_L-12_H-768_A-12", output="converted").source
+    'tf1'
+    """
+
+    source: Optional[str] = field_option(None, "Source format: tf1 (a released Google BERT directory: "
+                                               "bert_model.ckpt.*, bert_config.json, vocab.txt) or hf (config.json, "
+                                               "model.safetensors, vocab.txt).", flag="from", choices=("tf1", "hf"))
+    target: Optional[str] = field_option(None, "Instead of --from: export this package's model directory (--input) "
+                                               "as an HF BertForPreTraining folder or a keras-hub preset folder.",
+                                         flag="to", choices=("hf", "keras_hub"))
+    input: Optional[str] = field_option(None, "The source model directory.")
+    output: Optional[str] = field_option(None, "Where the converted directory goes (new or empty).")
+    allow_vocab_mismatch: bool = field_option(False, "With --from: accept a vocab.txt whose size differs from the "
+                                                     "config's vocab_size.")
+    do_lower_case: bool = field_option(True, "With --to: whether the model is uncased (written into the tokenizer "
+                                             "config).")
 
 
-def main(argv):
-    del argv
-    source, target = FLAGS["from"].value, FLAGS.to
+def main(config):
+    source, target = config.source, config.target
     if bool(source) == bool(target):
         raise InputError("Pass exactly one of --from (tf1, hf: into this package's format) and --to (hf, "
                          "keras_hub: out of it).")
@@ -42,17 +54,20 @@ def main(argv):
         from bert_tf.conversion import convert_hf, convert_tf1
 
         converter = {"tf1": convert_tf1, "hf": convert_hf}[source]
-        print(converter(FLAGS.input, FLAGS.output, allow_vocab_mismatch=FLAGS.allow_vocab_mismatch), flush=True)
+        print(converter(config.input, config.output, allow_vocab_mismatch=config.allow_vocab_mismatch), flush=True)
         return
     from bert_tf.conversion.to_hf import export_hf
     from bert_tf.conversion.to_keras_hub import export_keras_hub
 
     exporter = {"hf": export_hf, "keras_hub": export_keras_hub}[target]
-    print(exporter(FLAGS.input, FLAGS.output, do_lower_case=FLAGS.do_lower_case), flush=True)
+    print(exporter(config.input, config.output, do_lower_case=config.do_lower_case), flush=True)
+
+
+COMMAND = Command(ConvertConfig, main, required=("input", "output"))
 
 
 def run():
-    app.run(main, required_flags=["input", "output"])
+    app.run(COMMAND)
 
 
 if __name__ == "__main__":

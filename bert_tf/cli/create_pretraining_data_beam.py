@@ -1,5 +1,5 @@
 """bert-create-pretraining-data-beam: the Beam pipeline of instance creation (`bert_tf.instances.beam_pipeline`), for
-corpora that outgrow one machine: the flags of `bert-create-pretraining-data` (the same definitions), records written
+corpora that outgrow one machine: the flags of `bert-create-pretraining-data` (the same fields), records written
 as PREFIX-SSSSS-of-NNNNN, and every flag it does not know passed on to Beam as a pipeline option (--runner,
 --project, --region, --temp_location, ...). README.md ("Corpus-scale data") has the commands for each runner.
 
@@ -12,29 +12,49 @@ Like the other commands it prints one line naming its devices, then its summary;
 --verbosity=debug is given, or BERT_TF_TF_LOGS=1.
 """
 
-from absl import flags
+import dataclasses
+import typing
+from typing import Optional
 
-from bert_tf.cli import app, flag_groups
+from bert_tf.cli import app
+from bert_tf.cli.command import Command
+from bert_tf.cli.create_pretraining_data import DO_LOWER_CASE_HELP, TEXT_IN_RECORDS_OUT, VOCAB_FILE_HELP
 from bert_tf.cli.quiet_tensorflow import others_output_hidden
-from bert_tf.errors import InputError
-from bert_tf.text.corpus import INPUT_FORMATS
-
-FLAGS = flags.FLAGS
-
-flag_groups.define_corpus_flags(INPUT_FORMATS)  # the files Beam reads in parallel
-flags.DEFINE_string("output_prefix", None, "Output files are PREFIX-SSSSS-of-NNNNN.")
-flags.DEFINE_integer("num_output_files", 0, "Output files (0: the runner decides).")
-flag_groups.define_instance_flags()
+from bert_tf.config_schema import Section, field_option
+from bert_tf.instances.options import InstanceOptions
+from bert_tf.text.corpus_spec import FileCorpus
 
 
-def main(argv):
+@dataclasses.dataclass(frozen=True)
+class BeamPipelineConfig(Section):
+    """What the Beam pipeline reads (files Beam reads in parallel), how it makes instances and where it writes
+    them; `pipeline_args` are the flags passed on to Beam.
+
+    Example:
+    >>> BeamPipelineConfig(output_prefix="records/train", num_output_files=8).num_output_files
+    8
+    """
+
+    HELP_GROUP = TEXT_IN_RECORDS_OUT
+    corpus: FileCorpus = FileCorpus()
+    vocab_file: Optional[str] = field_option(None, VOCAB_FILE_HELP)
+    do_lower_case: bool = field_option(True, DO_LOWER_CASE_HELP)
+    output_prefix: Optional[str] = field_option(None, "Output files are PREFIX-SSSSS-of-NNNNN.")
+    num_output_files: int = field_option(0, "Output files (0: the runner decides).")
+    instances: InstanceOptions = InstanceOptions()
+    pipeline_args: typing.Tuple[str, ...] = ()
+
+    def _rules(self):
+        return (("num_output_files", self.num_output_files >= 0, "must be 0 (the runner decides) or more"),)
+
+
+def main(config):
     from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
-    if not FLAGS.input_file:
-        raise InputError("--input_file is required: the files to read (comma-separated globs).")
-    options = flag_groups.instance_options()
+    if not config.corpus.input_file:
+        raise config.ERROR("--input_file is required: the files to read (comma-separated globs).")
     # Checked here, where it ends in one line; on a worker it would end the pipeline with the worker's traceback.
-    Vocabulary.from_file(FLAGS.vocab_file).require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
+    Vocabulary.from_file(config.vocab_file).require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
     with others_output_hidden():
         import apache_beam as beam
         from apache_beam.metrics.metric import MetricsFilter
@@ -42,20 +62,24 @@ def main(argv):
 
         from bert_tf.instances.beam_pipeline import build_pipeline
 
-        pipeline = beam.Pipeline(options=PipelineOptions(argv[1:]))
-        build_pipeline(pipeline, FLAGS.input_file, FLAGS.output_prefix, FLAGS.vocab_file, options,
-                       input_format=FLAGS.input_format, do_lower_case=FLAGS.do_lower_case,
-                       num_output_files=FLAGS.num_output_files)
+        pipeline = beam.Pipeline(options=PipelineOptions(list(config.pipeline_args)))
+        build_pipeline(pipeline, config.corpus.input_file, config.output_prefix, config.vocab_file,
+                       config.instances, input_format=config.corpus.input_format,
+                       do_lower_case=config.do_lower_case, num_output_files=config.num_output_files)
         result = pipeline.run()
         result.wait_until_finish()
         counters = {counter.key.metric.name: counter.committed for counter in
                     result.metrics().query(MetricsFilter().with_namespace("instances"))["counters"]}
     print(f"wrote {counters.get('instances', 0)} instances ({counters.get('random_next', 0)} with a random next "
-          f"sentence) to {FLAGS.output_prefix}-*-of-*", flush=True)
+          f"sentence) to {config.output_prefix}-*-of-*", flush=True)
+
+
+COMMAND = Command(BeamPipelineConfig, main, required=("output_prefix", "vocab_file"),
+                  pass_on_unknown_flags_to="pipeline_args")
 
 
 def run():
-    app.run(main, required_flags=["output_prefix", "vocab_file"], pass_on_unknown_flags=True)
+    app.run(COMMAND)
 
 
 if __name__ == "__main__":

@@ -14,51 +14,59 @@ JSON file (--output_file), never over the eval_results.txt a bert-pretrain run w
 with exit status 2 and one line naming the cause (see `bert_tf.cli.app`).
 """
 
-from absl import flags
+import dataclasses
+import os
+from typing import Optional
 
 from bert_tf.cli import app
+from bert_tf.cli.command import Command
+from bert_tf.config_schema import Section, field_option
 from bert_tf.errors import InputError
 from bert_tf.file_io import is_remote
 
-FLAGS = flags.FLAGS
 
-flags.DEFINE_string("model_dir", None, "Directory from bert-pretrain or bert-convert (bert_config.json, vocab.txt, "
-                    "ckpt-N): its latest checkpoint is evaluated.")
-flags.DEFINE_string("eval_input_file", None, "Held-out TFRecords from bert-create-pretraining-data (comma-separated "
-                    "globs), read at their own length.")
-flags.DEFINE_string("baseline_input_file", None, "The training records the unigram baseline takes its most "
-                    "frequent masked token from (default: the eval records themselves).")
-flags.DEFINE_string("output_file", None, "Where the results go as JSON (default: "
-                    "<model_dir>/evaluations/<eval file name>.json).")
-flags.DEFINE_integer("eval_batch_size", 32, "Records per batch (the last batch is padded with rows that count for "
-                     "nothing).")
-flags.DEFINE_integer("max_eval_steps", None, "Batches to evaluate at most (default: every record).")
+@dataclasses.dataclass(frozen=True)
+class EvaluateConfig(Section):
+    """What `bert-evaluate` evaluates, on which records, and where the results go.
 
-HELP_GROUPS = {
-    "what to evaluate": ["model_dir", "eval_input_file", "baseline_input_file"],
-    "how": ["eval_batch_size", "max_eval_steps", "output_file"],
-}
+    Example:
+    >>> EvaluateConfig(model_dir="runs/small", eval_input_file="heldout.tfrecord").eval_batch_size
+    32
+    """
+
+    HELP_GROUP = "what to evaluate"
+    model_dir: Optional[str] = field_option(None, "Directory from bert-pretrain or bert-convert (bert_config.json, "
+                                                  "vocab.txt, ckpt-N): its latest checkpoint is evaluated.")
+    eval_input_file: Optional[str] = field_option(None, "Held-out TFRecords from bert-create-pretraining-data "
+                                                        "(comma-separated globs), read at their own length.")
+    baseline_input_file: Optional[str] = field_option(None, "The training records the unigram baseline takes its "
+                                                            "most frequent masked token from (default: the eval "
+                                                            "records themselves).")
+    eval_batch_size: int = field_option(32, "Records per batch (the last batch is padded with rows that count for "
+                                            "nothing).", group="how")
+    max_eval_steps: Optional[int] = field_option(None, "Batches to evaluate at most (default: every record).",
+                                                 group="how")
+    output_file: Optional[str] = field_option(None, "Where the results go as JSON (default: "
+                                                    "<model_dir>/evaluations/<eval file name>.json).", group="how")
 
 
-def check_inputs():
-    """What needs no TensorFlow: the model directory and the batch."""
-    import os
-
-    if not is_remote(FLAGS.model_dir) and not os.path.isdir(FLAGS.model_dir):
-        raise InputError(f"--model_dir {FLAGS.model_dir} does not exist or is not a directory: pass a directory "
+def check(config):
+    """What needs no TensorFlow: the model directory, the batch, and an output that is not the training run's own."""
+    if not is_remote(config.model_dir) and not os.path.isdir(config.model_dir):
+        raise InputError(f"--model_dir {config.model_dir} does not exist or is not a directory: pass a directory "
                          f"written by bert-pretrain or bert-convert.")
     for name in ("eval_batch_size", "max_eval_steps"):
-        if FLAGS[name].value is not None and FLAGS[name].value < 1:
-            raise InputError(f"--{name}={FLAGS[name].value} must be a positive integer.")
-    output = FLAGS.output_file
+        value = getattr(config, name)
+        if value is not None and value < 1:
+            raise InputError(f"--{name}={value} must be a positive integer.")
+    output = config.output_file
     if output and os.path.basename(output) == "eval_results.txt" and os.path.samefile(
-            os.path.dirname(os.path.abspath(output)), FLAGS.model_dir):
+            os.path.dirname(os.path.abspath(output)), config.model_dir):
         raise InputError(f"--output_file {output} is the training run's own results: choose another path (the "
                          f"default is <model_dir>/evaluations/<eval file name>.json).")
 
 
-def main(argv):
-    del argv
+def main(config):
     from bert_tf.training.held_out_evaluation import (
         default_output_file,
         evaluate_model_dir,
@@ -66,16 +74,19 @@ def main(argv):
         write_results,
     )
 
-    results = evaluate_model_dir(FLAGS.model_dir, FLAGS.eval_input_file, FLAGS.baseline_input_file,
-                                 FLAGS.eval_batch_size, FLAGS.max_eval_steps)
-    path = write_results(results, FLAGS.output_file or default_output_file(FLAGS.model_dir, FLAGS.eval_input_file))
+    results = evaluate_model_dir(config.model_dir, config.eval_input_file, config.baseline_input_file,
+                                 config.eval_batch_size, config.max_eval_steps)
+    path = write_results(results, config.output_file or default_output_file(config.model_dir, config.eval_input_file))
     for line in results_lines(results):
         print(line)
     print(f"results: {path}", flush=True)
 
 
+COMMAND = Command(EvaluateConfig, main, check=check, required=("model_dir", "eval_input_file"))
+
+
 def run():
-    app.run(main, required_flags=["model_dir", "eval_input_file"], check_inputs=check_inputs)
+    app.run(COMMAND)
 
 
 if __name__ == "__main__":

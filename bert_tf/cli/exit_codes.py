@@ -158,9 +158,16 @@ def _one_line(message):
     return " ".join(message.split())
 
 
+def error_line(program, code, message):
+    """The one line a command ends with: `PROGRAM: error: MESSAGE`, or `PROGRAM: MESSAGE` for Ctrl-C.
+
+    >>> error_line("bert-vocab", EXIT_BAD_INPUT, "--output_file is required.")
+    'bert-vocab: error: --output_file is required.'
+    """
+    return f"{program}: error: {message}" if code != EXIT_INTERRUPTED else f"{program}: {message}"
+
+
 def exit_with(program, code, message):
-    """Prints the one line a command ends with (`PROGRAM: error: MESSAGE`, or `PROGRAM: MESSAGE` for Ctrl-C) and
-    exits with `code`."""
-    print(f"{program}: error: {message}" if code != EXIT_INTERRUPTED else f"{program}: {message}", file=sys.stderr,
-          flush=True)
+    """Prints the command's last line (`error_line`) to stderr and exits with `code`."""
+    print(error_line(program, code, message), file=sys.stderr, flush=True)
     sys.exit(code)

@@ -13,27 +13,38 @@
 status 2 and one line naming the cause (see `bert_tf.cli.app`).
 """
 
+import dataclasses
 import os
-
-from absl import flags
+from typing import Optional
 
 from bert_tf.cli import app
+from bert_tf.cli.command import Command
+from bert_tf.config_schema import Section, field_option
 from bert_tf.errors import InputError, InputFileNotFoundError
 
-FLAGS = flags.FLAGS
 
-flags.DEFINE_string("model_dir", None, "Checkpoint directory from bert-convert or bert-pretrain (bert_config.json, "
-                    "vocab.txt, ckpt-N).")
-flags.DEFINE_string("keras_model", None, "Instead of --model_dir: a fine-tuned BertClassifier, BertTokenClassifier "
-                    "or BertSpanQA saved as .keras (e.g. bert-finetune's best.keras), exported as classifier/, "
-                    "token_classifier/ or span_qa/<version>.")
-flags.DEFINE_string("labels_file", None, "With --keras_model of a (token) classifier: label names, one per line "
-                    "(default: labels.txt next to the .keras file).")
-flags.DEFINE_string("output_dir", None, "Where the SavedModels go, each as <output_dir>/<name>/<version>.")
-flags.DEFINE_string("vocab_file", None, "The model's vocab (default: vocab.txt in --model_dir).")
-flags.DEFINE_bool("do_lower_case", True, "Whether the model is uncased (the original flag).")
-flags.DEFINE_integer("max_seq_length", 128, "Length the preprocessing model's signatures pack text to.")
-flags.DEFINE_integer("version", 1, "Version folder number (TF Serving serves the highest).")
+@dataclasses.dataclass(frozen=True)
+class ExportConfig(Section):
+    """What `bert-export` exports (a checkpoint directory or a fine-tuned .keras model) and where to.
+
+    Example:
+    >>> ExportConfig(model_dir="runs/demo", output_dir="exported").max_seq_length
+    128
+    """
+
+    model_dir: Optional[str] = field_option(None, "Checkpoint directory from bert-convert or bert-pretrain "
+                                                  "(bert_config.json, vocab.txt, ckpt-N).")
+    keras_model: Optional[str] = field_option(None, "Instead of --model_dir: a fine-tuned BertClassifier, "
+                                                    "BertTokenClassifier or BertSpanQA saved as .keras (e.g. "
+                                                    "bert-finetune's best.keras), exported as classifier/, "
+                                                    "token_classifier/ or span_qa/<version>.")
+    labels_file: Optional[str] = field_option(None, "With --keras_model of a (token) classifier: label names, one per "
+                                                    "line (default: labels.txt next to the .keras file).")
+    output_dir: Optional[str] = field_option(None, "Where the SavedModels go, each as <output_dir>/<name>/<version>.")
+    vocab_file: Optional[str] = field_option(None, "The model's vocab (default: vocab.txt in --model_dir).")
+    do_lower_case: bool = field_option(True, "Whether the model is uncased (the original flag).")
+    max_seq_length: int = field_option(128, "Length the preprocessing model's signatures pack text to.")
+    version: int = field_option(1, "Version folder number (TF Serving serves the highest).")
 
 
 def read_labels(labels_file, num_classes):
@@ -71,24 +82,26 @@ def export_keras_model(path, labels_file, output_dir, version):
     return {name: export_classifier(model, version_dir(output_dir, name, version), labels)}
 
 
-def main(argv):
-    del argv
+def main(config):
     from bert_tf.serving import export_model_dir
 
-    if bool(FLAGS.model_dir) == bool(FLAGS.keras_model):
+    if bool(config.model_dir) == bool(config.keras_model):
         raise InputError("Pass exactly one of --model_dir (a checkpoint directory) and --keras_model "
                          "(a fine-tuned .keras model).")
-    if FLAGS.keras_model:
-        paths = export_keras_model(FLAGS.keras_model, FLAGS.labels_file, FLAGS.output_dir, FLAGS.version)
+    if config.keras_model:
+        paths = export_keras_model(config.keras_model, config.labels_file, config.output_dir, config.version)
     else:
-        paths = export_model_dir(FLAGS.model_dir, FLAGS.output_dir, FLAGS.vocab_file, FLAGS.do_lower_case,
-                                 FLAGS.max_seq_length, FLAGS.version)
+        paths = export_model_dir(config.model_dir, config.output_dir, config.vocab_file, config.do_lower_case,
+                                 config.max_seq_length, config.version)
     for name, path in paths.items():
         print(f"{name}: {path}", flush=True)
 
 
+COMMAND = Command(ExportConfig, main, required=("output_dir",))
+
+
 def run():
-    app.run(main, required_flags=["output_dir"])
+    app.run(COMMAND)
 
 
 if __name__ == "__main__":

@@ -18,50 +18,12 @@ YAML file given as `--config=FILE`, or `--set FIELD=VALUE`; flags on the command
 
 import sys
 
-from absl import flags, logging
+from absl import logging
 
 from bert_tf.cli import app
-from bert_tf.cli.config_flags import define_config_flags, given_settings
-from bert_tf.config_schema import parse_assignments
+from bert_tf.cli.command import Command
 from bert_tf.errors import InputError, InputFileNotFoundError
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
-
-FLAGS = flags.FLAGS
-
-define_config_flags(FinetuningRecipe, __name__, with_defaults=True)
-
-# --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
-HELP_GROUPS = {
-    "examples (files or a TFDS dataset)": ["train_file", "dev_file", "text_column", "text_b_column", "label_column",
-                                           "tfds_name", "data_dir", "train_split", "dev_split"],
-    "the pre-trained model": ["init_checkpoint", "init_saved_model", "vocab_file", "do_lower_case",
-                              "max_seq_length"],
-    "training": ["learning_rate", "num_train_epochs", "train_batch_size", "eval_batch_size", "warmup_proportion",
-                 "seed"],
-    "output": ["output_dir", "version"],
-    "a recipe file": ["config", "set"],
-}
-flags.DEFINE_string("config", None, "A fine-tuning recipe (YAML) with any of the fields below; flags given on the "
-                    "command line override it.")
-flags.DEFINE_multi_string("set", None, "Any recipe field as FIELD=VALUE (VALUE read as YAML), e.g. "
-                          "--set=learning_rate=2e-5.")
-
-
-def recipe_from_flags(flag_values=FLAGS):
-    """The recipe of `--config` (or the defaults), then the flags given on the command line, then `--set`.
-
-    Example:
-    >>> rest = FLAGS(["bert-finetune", "--learning_rate=2e-5", "--set=num_train_epochs=2"])
-    >>> recipe = recipe_from_flags()
-    >>> recipe.learning_rate, recipe.num_train_epochs, recipe.train_batch_size
-    (2e-05, 2, 32)
-    """
-    recipe = load_finetuning_recipe(flag_values.config) if flag_values.config else FinetuningRecipe()
-    given, given_by = given_settings(FinetuningRecipe, flag_values)
-    if given:
-        recipe = recipe.override(given, "command line", given_by)
-    settings = parse_assignments(flag_values.set, "learning_rate=2e-5")
-    return recipe.override(settings, "--set") if settings else recipe
 
 
 def load_data(recipe):
@@ -99,15 +61,17 @@ def load_encoder(recipe):
     return encoder, vocab_file, do_lower_case
 
 
-def main(argv):
-    del argv
+def check(recipe):
+    """What needs no TensorFlow: one model to start from, one source of data, an output directory."""
+    recipe.check_ready()
+
+
+def main(recipe):
     import keras
 
     from bert_tf.finetuning.run_classifier import check_output_dir, finetune_classifier
     from bert_tf.text.tokenizer import FullTokenizer
 
-    recipe = recipe_from_flags()
-    recipe.check_ready()
     check_output_dir(recipe.output_dir)
     keras.utils.set_random_seed(recipe.seed)
     train, dev = load_data(recipe)
@@ -131,8 +95,13 @@ def fit_verbosity(stream):
     return 1 if stream.isatty() else 2
 
 
+COMMAND = Command(FinetuningRecipe, main, load=load_finetuning_recipe, check=check,
+                  config_help="A fine-tuning recipe (YAML) with any of the fields below; flags given on the command "
+                              "line override it.")
+
+
 def run():
-    app.run(main)
+    app.run(COMMAND)
 
 
 if __name__ == "__main__":

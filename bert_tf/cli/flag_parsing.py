@@ -1,15 +1,16 @@
-"""How a command reads its command line: absl's flag parsing with a flag error as one line and exit 2, `--help` as
-the command's own flags (grouped by the command module's `HELP_GROUPS`) and exit 0, and `--verbosity=debug`.
-No TensorFlow: a command answers these before it starts.
+"""How a command reads its command line: its own flags (`bert_tf.cli.command.command_flag_values`) and absl's
+(logging, `--verbosity=debug`), a flag error as one line and exit 2, `--help` as the command's own flags grouped by
+their fields' help groups, and exit 0. No TensorFlow: a command answers these before it starts.
 """
 
-import re
 import sys
 import textwrap
 
 from absl import flags
 
-from bert_tf.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK, exit_with
+from bert_tf.cli.command import command_flag_values, flag_error_message, parse_command_line
+from bert_tf.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError, exit_with
+from bert_tf.config_schema import config_flags
 
 FLAGS = flags.FLAGS
 
@@ -20,27 +21,29 @@ _FULL_HELP_FLAGS = ("--helpfull", "-helpfull")
 _HELP_WIDTH = 100
 # absl's --verbosity takes integers; the contract's --verbosity=debug means 1.
 _VERBOSITY_NAMES = {"debug": "1", "info": "0", "warning": "-1", "error": "-2", "fatal": "-3"}
+_FRAME_GROUP = "the configuration (file, then platform, then flags, then --set)"
 
 
-def parse_flags(program, argv, known_only=False):
-    """absl's flag parsing, with a flag error as one line and exit code 2 (absl prints two lines and exits 1).
+def parse_flags(command, argv):
+    """The command's flags parsed from `argv` (absl's own, such as --verbosity, into absl's `FLAGS`), with a flag
+    error as one line and exit code 2 (absl prints two lines and exits 1). Returns the command's `FlagValues` and
+    what absl leaves (the program, then the flags nobody defines where the command passes them on).
 
     Extra positional arguments are refused: they are usually an unquoted glob the shell expanded.
     """
     argv = _with_verbosity_numbers(argv)
     help_flag = _help_flag(argv)
     if help_flag:
-        print(command_help(program, full=help_flag in _FULL_HELP_FLAGS), end="")
+        print(command_help(command, full=help_flag in _FULL_HELP_FLAGS), end="")
         sys.exit(EXIT_OK)
     try:
-        rest = FLAGS(argv, known_only=known_only)
+        unknown = []
+        flag_values = parse_command_line(command, argv, unknown)
     except flags.Error as error:
-        exit_with(program, EXIT_BAD_INPUT, _flag_error_message(error))
-    if len(rest) > 1 and not known_only:
-        exit_with(program, EXIT_BAD_INPUT,
-                  f"unexpected arguments {rest[1:]}: every input is a flag (--name=value); quote globs so the shell "
-                  f"does not expand them (--input_file='dir/*.txt') and join several with commas.")
-    return rest
+        exit_with(command.program, EXIT_BAD_INPUT, flag_error_message(error))
+    except UsageError as error:
+        exit_with(command.program, EXIT_BAD_INPUT, str(error))
+    return flag_values, argv[:1] + unknown
 
 
 def _help_flag(argv):
@@ -53,40 +56,36 @@ def _help_flag(argv):
     return None
 
 
-def command_help(program, full=False):
-    """What `--help` prints: the command's description and examples (its module docstring), then its own flags in
-    the groups its module's `HELP_GROUPS` ({title: [flag names]}) names, the rest after them; `full` adds absl's
-    flags (logging, verbosity).
+def command_help(command, full=False):
+    """What `--help` prints: the command's description and examples (its module docstring), then its flags under
+    the help groups of the fields they set (`field_option(group=...)`, a section's `HELP_GROUP`), the frame's own
+    last; `full` adds absl's flags (logging, verbosity).
 
     Example:
-    >>> print(command_help("bert-vocab"))  # doctest: +SKIP
+    >>> from bert_tf.cli import vocab
+    >>> print(command_help(vocab.COMMAND))  # doctest: +SKIP
     """
-    command = sys.modules.get(_command_module(program)) or sys.modules["__main__"]
-    own = {flag.name: flag for module, module_flags in FLAGS.flags_by_module_dict().items()
-           if not module.startswith("absl") for flag in module_flags}
-    groups = dict(getattr(command, "HELP_GROUPS", {}))
-    grouped = {name for names in groups.values() for name in names}
-    rest = sorted(name for name in own if name not in grouped)
-    if rest:
-        groups["other flags" if grouped else f"{program} flags"] = rest
-    lines = [f"usage: {program} [--flag=value ...]", ""]
-    if command.__doc__:
-        lines += [command.__doc__.strip(), ""]
+    flag_values = command_flag_values(command)
+    groups = {}
+    for flag in config_flags(command.config):
+        groups.setdefault(flag.group or f"{command.program} flags", []).append(flag.name)
+    generated = {name for names in groups.values() for name in names}
+    groups[_FRAME_GROUP] = [name for name in flag_values if name not in generated]
+    lines = [f"usage: {command.program} [--flag=value ...]", ""]
+    module = sys.modules.get(command.main.__module__)
+    if module is not None and module.__doc__:
+        lines += [module.__doc__.strip(), ""]
     for title, names in groups.items():
         lines.append(f"{title}:")
-        lines += [_flag_line(own[name]) for name in names if name in own]
+        lines += [_flag_line(flag_values[name]) for name in dict.fromkeys(names)]
         lines.append("")
     if full:
-        for module, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
-            if module.startswith("absl"):
-                lines += [f"absl flags ({module}):", *(_flag_line(f) for f in module_flags), ""]
+        for module_name, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
+            if module_name.startswith("absl"):
+                lines += [f"absl flags ({module_name}):", *(_flag_line(f) for f in module_flags), ""]
     else:
         lines.append("--helpfull also lists absl's flags (logging; --verbosity=debug shows tracebacks).")
     return "\n".join(lines) + "\n"
-
-
-def _command_module(program):
-    return "bert_tf.cli." + program[len("bert-"):].replace("-", "_")
 
 
 def _flag_line(flag):
@@ -109,10 +108,3 @@ def _with_verbosity_numbers(argv):
         if arg in ("--verbosity", "-v") and i + 1 < len(out) and out[i + 1].lower() in _VERBOSITY_NAMES:
             out[i + 1] = _VERBOSITY_NAMES[out[i + 1].lower()]
     return out
-
-
-def _flag_error_message(error):
-    required = re.match(r"flag --(\w+)=None: Flag --\w+ must have a value other than None", str(error))
-    if required:
-        return f"--{required.group(1)} is required: pass --{required.group(1)}=... (--helpshort lists the flags)."
-    return f"{error} (--helpshort lists the flags)."

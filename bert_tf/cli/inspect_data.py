@@ -9,23 +9,34 @@ random token, kept; the original beside a replaced token).
   bert-inspect-data --input_file='data/train.tfrecord*' --vocab_file=vocab.txt --plot_file=data/train.png
 """
 
-from absl import flags
+import dataclasses
+from typing import Optional
 
 from bert_tf.cli import app
+from bert_tf.cli.command import Command
 from bert_tf.cli.exit_codes import EXIT_BAD_INPUT
-
-FLAGS = flags.FLAGS
-
-flags.DEFINE_string("input_file", None, "Records to inspect: comma-separated files and globs.")
-flags.DEFINE_string("vocab_file", None, "The vocab the records were made with (to show tokens).")
-flags.DEFINE_integer("num_examples", 5, "Instances to print as text.")
-flags.DEFINE_integer("max_records", None, "Read at most this many records for the statistics (default: all).")
-flags.DEFINE_string("plot_file", None, "Where to write the PNG: the statistics and the first instance's masking "
-                    "(default: no plot).")
+from bert_tf.config_schema import Section, field_option
 
 
-def main(argv):
-    del argv
+@dataclasses.dataclass(frozen=True)
+class InspectDataConfig(Section):
+    """The records `bert-inspect-data` reads, their vocab, and what it shows.
+
+    Example:
+    >>> InspectDataConfig(input_file="train.tfrecord", vocab_file="vocab.txt").num_examples
+    5
+    """
+
+    input_file: Optional[str] = field_option(None, "Records to inspect: comma-separated files and globs.")
+    vocab_file: Optional[str] = field_option(None, "The vocab the records were made with (to show tokens).")
+    num_examples: int = field_option(5, "Instances to print as text.")
+    max_records: Optional[int] = field_option(None, "Read at most this many records for the statistics (default: "
+                                                    "all).")
+    plot_file: Optional[str] = field_option(None, "Where to write the PNG: the statistics and the first instance's "
+                                                  "masking (default: no plot).")
+
+
+def main(config):
     import numpy as np
 
     from bert_tf.instances.statistics import plot_statistics, statistics_of_records
@@ -36,8 +47,8 @@ def main(argv):
     from bert_tf.text.file_patterns import expand_file_patterns
     from bert_tf.text.vocabulary import Vocabulary
 
-    files = expand_file_patterns(FLAGS.input_file)
-    vocabulary = Vocabulary.from_file(FLAGS.vocab_file).require(("[CLS]", "[SEP]", "[MASK]"), "inspecting records")
+    files = expand_file_patterns(config.input_file)
+    vocabulary = Vocabulary.from_file(config.vocab_file).require(("[CLS]", "[SEP]", "[MASK]"), "inspecting records")
     schema = read_schema(files)
     schema.check(schema.max_seq_length, schema.max_predictions_per_seq)
     layout = schema.row_layout
@@ -51,12 +62,12 @@ def main(argv):
 
     def batches():
         nonlocal printed
-        for batch in read_records(files, schema, max_records=FLAGS.max_records):
+        for batch in read_records(files, schema, max_records=config.max_records):
             # Packed rows are checked and shown as the instances they hold.
             instances, row_of = split_rows(batch) if layout else (batch, np.arange(len(batch["input_ids"])))
             if not first and len(instances["input_ids"]):
                 first.append({k: v[0] for k, v in instances.items()})  # the instance the PNG draws
-            for i in range(min(FLAGS.num_examples - printed, len(instances["input_ids"]))):
+            for i in range(min(config.num_examples - printed, len(instances["input_ids"]))):
                 record = {k: v[i] for k, v in instances.items()}
                 where = f" (row {row_of[i]})" if layout else ""
                 print(f"instance {printed}{where}: " + describe_instance(record, vocabulary.tokens) + "\n")
@@ -71,16 +82,19 @@ def main(argv):
     print(f"structure checks: {'all passed' if not bad else bad} ("
           + (f"{stats.instances} records)" if not layout else f"{stats.instances} instances in {stats.rows} rows)"))
     print("\n".join(stats.summary_lines()))
-    if FLAGS.plot_file:
-        plot_statistics(stats, FLAGS.plot_file, instance=first[0] if first else None, vocab=vocabulary.tokens,
+    if config.plot_file:
+        plot_statistics(stats, config.plot_file, instance=first[0] if first else None, vocab=vocabulary.tokens,
                         mask_id=vocabulary.mask_id)
-        print(f"wrote {FLAGS.plot_file}")
+        print(f"wrote {config.plot_file}")
     if bad:
         return EXIT_BAD_INPUT  # the records break the original instance structure
 
 
+COMMAND = Command(InspectDataConfig, main, required=("input_file", "vocab_file"))
+
+
 def run():
-    app.run(main, required_flags=["input_file", "vocab_file"])
+    app.run(COMMAND)
 
 
 if __name__ == "__main__":

@@ -15,64 +15,74 @@ which appends the rest. Only whole words are added, never "##" continuations. Se
 bert_tf/text/vocab_extension.py for the rule.
 """
 
+import dataclasses
 import sys
+from typing import Optional
 
-from absl import flags
-
-from bert_tf.cli import app, flag_groups
+from bert_tf.cli import app
+from bert_tf.cli.command import Command
+from bert_tf.config_schema import Section, field_option
 from bert_tf.text import vocab_extension
+from bert_tf.text.corpus_spec import LocalCorpus
 
-FLAGS = flags.FLAGS
+EXTEND_GROUP = "extend a released vocab (--extend)"
 
-flag_groups.define_corpus_flags(["sentences", "text", "bible"])
-flags.DEFINE_integer("vocab_size", 30522, "Target vocab size, special tokens included (the learner may return "
-                                          "up to 5% fewer). Not used with --extend.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents first (an uncased vocab).")
-flags.DEFINE_string("output_file", None, "Where to write the vocab, one token per line.")
-flags.DEFINE_string("extend", None, "A released vocab (BASE_VOCAB) to extend with the input's words instead of "
-                                    "learning one: they fill its [unused*] rows; every other line stays.")
-flags.DEFINE_integer("keep_unused", vocab_extension.DEFAULT_KEEP_UNUSED,
-                     "With --extend: the first this many [unused*] rows stay free for your own special tokens.")
-flags.DEFINE_integer("max_new_tokens", None, "With --extend: at most this many new tokens IN ALL; beyond the free "
-                                             "[unused*] rows they are appended (the vocab grows). Default: fill the "
-                                             "free [unused*] rows only (the size stays).")
-flags.DEFINE_integer("min_frequency", vocab_extension.DEFAULT_MIN_FREQUENCY,
-                     "With --extend: a word occurring fewer times in the input is not added.")
-flags.DEFINE_string("heldout_file", None, "With --extend: held-out domain text (the --input_format's format) to "
-                                          "report tokens per word on, before and after.")
 
-# --help's groups, by purpose (`bert_tf.cli.flag_parsing.command_help`).
-HELP_GROUPS = {
-    "learn a vocab": ["input_file", "input_format", "vocab_size", "do_lower_case", "output_file"],
-    "extend a released vocab (--extend)": ["extend", "keep_unused", "max_new_tokens", "min_frequency",
-                                           "heldout_file"],
-}
+@dataclasses.dataclass(frozen=True)
+class VocabConfig(Section):
+    """What `bert-vocab` learns a vocab from, or which released vocab it extends, and where it writes it.
+
+    Example:
+    >>> VocabConfig(corpus=LocalCorpus(input_format="bible"), vocab_size=8000, output_file="vocab.txt").vocab_size
+    8000
+    """
+
+    HELP_GROUP = "learn a vocab"
+    corpus: LocalCorpus = LocalCorpus()
+    vocab_size: int = field_option(30522, "Target vocab size, special tokens included (the learner may return up to "
+                                          "5% fewer). Not used with --extend.")
+    do_lower_case: bool = field_option(True, "Lower-case and strip accents first (an uncased vocab).")
+    output_file: Optional[str] = field_option(None, "Where to write the vocab, one token per line.")
+    extend: Optional[str] = field_option(None, "A released vocab (BASE_VOCAB) to extend with the input's words "
+                                               "instead of learning one: they fill its [unused*] rows; every other "
+                                               "line stays.", group=EXTEND_GROUP)
+    keep_unused: int = field_option(vocab_extension.DEFAULT_KEEP_UNUSED, "With --extend: the first this many "
+                                    "[unused*] rows stay free for your own special tokens.", group=EXTEND_GROUP)
+    max_new_tokens: Optional[int] = field_option(None, "With --extend: at most this many new tokens IN ALL; beyond "
+                                                       "the free [unused*] rows they are appended (the vocab grows). "
+                                                       "Default: fill the free [unused*] rows only (the size stays).",
+                                                 group=EXTEND_GROUP)
+    min_frequency: int = field_option(vocab_extension.DEFAULT_MIN_FREQUENCY, "With --extend: a word occurring fewer "
+                                      "times in the input is not added.", group=EXTEND_GROUP)
+    heldout_file: Optional[str] = field_option(None, "With --extend: held-out domain text (the --input_format's "
+                                                     "format) to report tokens per word on, before and after.",
+                                               group=EXTEND_GROUP)
+
 
 _SHOWN_CHANGES = 30
 
 
-def main(argv):
-    del argv
+def main(config):
     from bert_tf.text.corpus import CorpusCounts
 
     counts = CorpusCounts()
-    documents = flag_groups.read_corpus(counts)
+    documents = config.corpus.read(counts)
     sentences = (sentence for document in documents for sentence in document)
-    if FLAGS.extend:
-        extend(sentences, counts)
+    if config.extend:
+        extend(config, sentences, counts)
         return
     from bert_tf.text.vocab_learning import learn_vocab, too_few_tokens, write_vocab
 
-    tokens = learn_vocab(sentences, FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case)
-    write_vocab(tokens, FLAGS.output_file)
-    print(f"wrote {len(tokens)} tokens to {FLAGS.output_file} (learned from {counts.lines} lines of "
+    tokens = learn_vocab(sentences, config.vocab_size, do_lower_case=config.do_lower_case)
+    write_vocab(tokens, config.output_file)
+    print(f"wrote {len(tokens)} tokens to {config.output_file} (learned from {counts.lines} lines of "
           f"{counts.files} input(s); {counts.undecodable_lines} with undecodable bytes)", flush=True)
-    warning = too_few_tokens(len(tokens), FLAGS.vocab_size)
+    warning = too_few_tokens(len(tokens), config.vocab_size)
     if warning:
-        print(f"{app.program_name(main)}: warning: {warning}", file=sys.stderr, flush=True)
+        print(f"{COMMAND.program}: warning: {warning}", file=sys.stderr, flush=True)
 
 
-def extend(sentences, counts):
+def extend(config, sentences, counts):
     """Extends --extend's vocab with the input's words, writes it and prints what changed."""
     from bert_tf.errors import InputError
     from bert_tf.text.corpus import CorpusCounts, read_documents
@@ -80,15 +90,15 @@ def extend(sentences, counts):
     from bert_tf.text.vocab_learning import write_vocab
     from bert_tf.text.vocabulary import Vocabulary
 
-    base = Vocabulary.from_file(FLAGS.extend)
-    words = vocab_extension.count_words(sentences, FLAGS.do_lower_case)
+    base = Vocabulary.from_file(config.extend)
+    words = vocab_extension.count_words(sentences, config.do_lower_case)
     if not words:
         raise InputError("The text to mine words from is empty: pass UTF-8 text files with --input_file.")
-    extension = vocab_extension.extend_vocab(base, words, FLAGS.keep_unused, FLAGS.max_new_tokens,
-                                             FLAGS.min_frequency)
-    write_vocab(extension.tokens, FLAGS.output_file)
+    extension = vocab_extension.extend_vocab(base, words, config.keep_unused, config.max_new_tokens,
+                                             config.min_frequency)
+    write_vocab(extension.tokens, config.output_file)
     appended = sum(token.appended for token in extension.added)
-    print(f"wrote {len(extension.tokens)} tokens to {FLAGS.output_file}: {base.source} ({base.size} tokens) with "
+    print(f"wrote {len(extension.tokens)} tokens to {config.output_file}: {base.source} ({base.size} tokens) with "
           f"{len(extension.added)} words of the input ({counts.lines} lines, {len(words)} distinct words) added, "
           f"{len(extension.added) - appended} into [unused*] rows and {appended} appended; every other line kept. "
           f"{len(extension.free_unused)} [unused*] rows stay free.", flush=True)
@@ -103,12 +113,12 @@ def extend(sentences, counts):
     silent = [token.token for token in extension.added if token.token not in emitted]
     print(f"added tokens the tokenizer emits on the input: {len(extension.added) - len(silent)} of "
           f"{len(extension.added)}" + (f" (not emitted: {silent})" if silent else ""))
-    if FLAGS.heldout_file:
-        heldout_format = "sentences" if FLAGS.input_format == "bible" else FLAGS.input_format
+    if config.heldout_file:
+        heldout_format = "sentences" if config.corpus.input_format == "bible" else config.corpus.input_format
         heldout = vocab_extension.count_words(
-            (s for d in read_documents(FLAGS.heldout_file, heldout_format, CorpusCounts()) for s in d),
-            FLAGS.do_lower_case)
-        label = f"held-out text {FLAGS.heldout_file}"
+            (s for d in read_documents(config.heldout_file, heldout_format, CorpusCounts()) for s in d),
+            config.do_lower_case)
+        label = f"held-out text {config.heldout_file}"
     else:
         heldout, label = words, "the input itself (pass --heldout_file for held-out text)"
     print(f"tokens per word on {label}: {vocab_extension.tokens_per_word(old, heldout):.4f} before, "
@@ -127,8 +137,11 @@ def extend(sentences, counts):
         print(f"  ... and {len(others) - _SHOWN_CHANGES} more")
 
 
+COMMAND = Command(VocabConfig, main, required=("output_file",))
+
+
 def run():
-    app.run(main, required_flags=["output_file"])
+    app.run(COMMAND)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,12 @@ from typing import Optional
 from bert_tf.config_loading import load_config
 from bert_tf.config_schema import ConfigError, Section, field_option
 
+# `bert-finetune --help`'s groups.
+EXAMPLES = "examples (files or a TFDS dataset)"
+MODEL = "the pre-trained model"
+TRAINING = "training"
+OUTPUT = "output"
+
 
 @dataclasses.dataclass(frozen=True)
 class FinetuningRecipe(Section):
@@ -31,34 +37,43 @@ class FinetuningRecipe(Section):
 e.g. 2e-5 to 5e-5 (note the minus sign in the exponent).
     """
 
-    init_checkpoint: Optional[str] = field_option(None, "Checkpoint directory from bert-convert or bert-pretrain.")
+    init_checkpoint: Optional[str] = field_option(None, "Checkpoint directory from bert-convert or bert-pretrain.",
+                                                  group=MODEL)
     init_saved_model: Optional[str] = field_option(None, "Instead of --init_checkpoint: an encoder SavedModel from "
-                                                         "bert-export (its encoder/<version> folder).")
+                                                         "bert-export (its encoder/<version> folder).", group=MODEL)
     vocab_file: Optional[str] = field_option(None, "The model's vocab (default: the one in the checkpoint dir / "
-                                                   "SavedModel).")
+                                                   "SavedModel).", group=MODEL)
     do_lower_case: Optional[bool] = field_option(None, "Whether the model is uncased (default: the SavedModel's own "
-                                                       "setting with --init_saved_model, else true).")
+                                                       "setting with --init_saved_model, else true).", group=MODEL)
     train_file: Optional[str] = field_option(None, "Training examples: a TSV (.tsv/.txt) or CSV (.csv) file with a "
-                                                   "header row.")
-    dev_file: Optional[str] = field_option(None, "Dev examples, same format; evaluated after every epoch.")
-    text_column: str = field_option("text", "Column (or TFDS feature) of the text, or of the first segment.")
-    text_b_column: Optional[str] = field_option(None, "Column of the second segment, for sentence-pair tasks.")
-    label_column: str = field_option("label", "Column (or TFDS feature) of the label.")
-    tfds_name: Optional[str] = field_option(None, "Instead of files: a TFDS dataset prepared in --data_dir.")
-    data_dir: Optional[str] = field_option(None, "The TFDS data_dir that holds --tfds_name (nothing downloads).")
-    train_split: str = field_option("train", "TFDS split to train on.")
-    dev_split: str = field_option("validation", "TFDS split to evaluate on.")
-    max_seq_length: int = field_option(128, "Tokens per example, [CLS] and [SEP]s included; longer ones are cut.")
-    num_train_epochs: float = field_option(3.0, "Epochs to train (a whole number: dev accuracy is reported per epoch).")
-    train_batch_size: int = field_option(32, "Examples per training step.")
-    eval_batch_size: int = field_option(64, "Examples per dev prediction step.")
+                                                   "header row.", group=EXAMPLES)
+    dev_file: Optional[str] = field_option(None, "Dev examples, same format; evaluated after every epoch.",
+                                           group=EXAMPLES)
+    text_column: str = field_option("text", "Column (or TFDS feature) of the text, or of the first segment.",
+                                    group=EXAMPLES)
+    text_b_column: Optional[str] = field_option(None, "Column of the second segment, for sentence-pair tasks.",
+                                                group=EXAMPLES)
+    label_column: str = field_option("label", "Column (or TFDS feature) of the label.", group=EXAMPLES)
+    tfds_name: Optional[str] = field_option(None, "Instead of files: a TFDS dataset prepared in --data_dir.",
+                                            group=EXAMPLES)
+    data_dir: Optional[str] = field_option(None, "The TFDS data_dir that holds --tfds_name (nothing downloads).",
+                                           group=EXAMPLES)
+    train_split: str = field_option("train", "TFDS split to train on.", group=EXAMPLES)
+    dev_split: str = field_option("validation", "TFDS split to evaluate on.", group=EXAMPLES)
+    max_seq_length: int = field_option(128, "Tokens per example, [CLS] and [SEP]s included; longer ones are cut.",
+                                       group=MODEL)
+    num_train_epochs: float = field_option(3.0, "Epochs to train (a whole number: dev accuracy is reported per epoch).",
+                                           group=TRAINING)
+    train_batch_size: int = field_option(32, "Examples per training step.", group=TRAINING)
+    eval_batch_size: int = field_option(64, "Examples per dev prediction step.", group=TRAINING)
     learning_rate: float = field_option(5e-5, "Peak learning rate of the original AdamWeightDecay (linear warmup, then "
-                                              "linear decay to 0).")
-    warmup_proportion: float = field_option(0.1, "Fraction of the steps spent warming the learning rate up from 0.")
+                                              "linear decay to 0).", group=TRAINING)
+    warmup_proportion: float = field_option(0.1, "Fraction of the steps spent warming the learning rate up from 0.",
+                                            group=TRAINING)
     output_dir: Optional[str] = field_option(None, "Where the best model, its results and the serving models go "
-                                                   "(required).")
-    version: int = field_option(1, "Version folder number of the exported serving models.")
-    seed: int = field_option(12345, "Seed of the classifier head, dropout and the shuffling.")
+                                                   "(required).", group=OUTPUT)
+    version: int = field_option(1, "Version folder number of the exported serving models.", group=OUTPUT)
+    seed: int = field_option(12345, "Seed of the classifier head, dropout and the shuffling.", group=TRAINING)
 
     def _rules(self):
         whole = "must be a positive whole number"

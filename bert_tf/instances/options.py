@@ -9,6 +9,9 @@ from bert_tf.instances.masking import MaskingRules
 from bert_tf.instances.sentence_pairs import SentencePairRules
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW, RowLayout
 
+# `--help`'s groups of the options that are not the original algorithm's.
+PACKED_GROUP = "packed rows (several instances per record)"
+HOW_GROUP = "how it runs"
 # Megabytes of text a worker turns into instances at a time.
 DEFAULT_SHARD_SIZE_MB = 0.5
 
@@ -24,6 +27,7 @@ class InstanceOptions(Section):
     'v2'
     """
 
+    HELP_GROUP = "the original algorithm"
     # The rules' settings default to the rules' own defaults (the original's), so each default has one owner. A
     # field's help makes it a flag of bert-create-pretraining-data and its Beam pipeline (`cli/config_flags.py`).
     max_seq_length: int = field_option(SentencePairRules.max_seq_length, "Maximum sequence length.")
@@ -38,19 +42,22 @@ class InstanceOptions(Section):
     random_seed: int = field_option(12345, "Random seed for data generation.")
     # An option beyond the original: several instances per record (records/packed_rows.py).
     pack: bool = field_option(False, "Write packed rows: up to --max_instances_per_row instances per record, each "
-                                     "whole, attention kept within each (docs/record_format.md). Not in the original.")
+                                     "whole, attention kept within each (docs/record_format.md). Not in the original.",
+                             group=PACKED_GROUP)
     max_instances_per_row: int = field_option(DEFAULT_MAX_INSTANCES_PER_ROW,
-                                              "With --pack: instances per row at most (Krell et al. use 3).")
+                                              "With --pack: instances per row at most (Krell et al. use 3).",
+                                              group=PACKED_GROUP)
     max_predictions_per_row: Optional[int] = field_option(  # None: enough for any row (`default_predictions_per_row`)
         None, "With --pack: masked-LM slots per row, shared by its instances (default: "
-              "ceil(max_seq_length * masked_lm_prob) + max_instances_per_row, enough for any row).")
+              "ceil(max_seq_length * masked_lm_prob) + max_instances_per_row, enough for any row).", group=PACKED_GROUP)
     # Text per shard: the unit of shuffling, random next documents and parallel work (the output depends on it).
     shard_size_mb: float = field_option(DEFAULT_SHARD_SIZE_MB, "Text per shard: the unit of shuffling, random-next "
                                                                "documents and parallel work. The output depends on it "
-                                                               "(and on the seed).")
+                                                               "(and on the seed).", group=HOW_GROUP)
     names: str = field_option("v1", "Feature names: v1 = input_ids/segment_ids (the original), v2 = "
-                                    "input_word_ids/input_type_ids (Model Garden).", choices=("v1", "v2"))
-    gzip: bool = field_option(False, "Write GZIP-compressed TFRecords.")
+                                    "input_word_ids/input_type_ids (Model Garden).", choices=("v1", "v2"),
+                              group=HOW_GROUP)
+    gzip: bool = field_option(False, "Write GZIP-compressed TFRecords.", group=HOW_GROUP)
 
     def __post_init__(self):
         check_field_types(self)

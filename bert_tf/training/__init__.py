@@ -5,7 +5,7 @@ preemption, and what a user watches (TensorBoard, console, curves, eval). The op
 The names below are imported on first use.
 
 Example:
-    recipe = load_recipe("demo_cpu").with_overrides(input_file=["data/train.tfrecord"], vocab_file="vocab.txt")
+    recipe = load_recipe("demo_cpu").override({"phases.input_file": ["data/train.tfrecord"], "vocab_file": "vocab.txt"})
     result = run_pretraining(recipe, "runs/demo", strategy=create_strategy("default"))
 """
 

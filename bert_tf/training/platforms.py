@@ -160,8 +160,9 @@ def apply_platform(recipe, name):
         raise RecipeError(f"--platform={name!r} is unknown: use one of {', '.join(sorted(platforms))}.")
     platform = platforms[name]
     preset = None if recipe.model.bert_config_file else recipe.model.preset
-    recipe = recipe.with_overrides(mixed_precision=platform.mixed_precision, jit_compile=platform.jit_compile,
-                                   jit_compile_scope=platform.jit_compile_scope, platform=name)
+    settings = {"mixed_precision": platform.mixed_precision, "jit_compile": platform.jit_compile,
+                "jit_compile_scope": platform.jit_compile_scope, "platform": name}
+    recipe = recipe.override({path: value for path, value in settings.items() if value is not None})
     if platform.models:
         recipe = recipe.override({f"phases.{i}.max_micro_batch_size": platform.max_micro_batch_size(
             preset, phase.max_seq_length) for i, phase in enumerate(recipe.phases)})

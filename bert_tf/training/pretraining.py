@@ -96,7 +96,7 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None, accept_r
     the last good one.
 
     Args:
-        recipe: a `Recipe` (see `load_recipe` and `Recipe.with_overrides`) whose phases all have input files.
+        recipe: a `Recipe` (see `load_recipe` and `Recipe.override`) whose phases all have input files.
         model_dir: where checkpoints, `bert_config.json`, `vocab.txt`, TensorBoard logs and reports go.
         strategy: a `tf.distribute.Strategy` (see `create_strategy`); the default strategy when None.
         peak_tflops: the hardware's peak TFLOP/s over all workers, for the MFU; when None, the accelerator's
@@ -108,9 +108,9 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None, accept_r
         A `PretrainingResult`.
 
     Example:
-    >>> recipe = load_recipe("demo_cpu").with_overrides(input_file=["data/train-*.tfrecord"],
-    ...                                                 vocab_file="data/vocab.txt",
-    ...                                                 eval_input_file="data/heldout.tfrecord")  # doctest: +SKIP
+    >>> recipe = load_recipe("demo_cpu").override({"phases.input_file": ["data/train-*.tfrecord"],
+    ...                                            "vocab_file": "data/vocab.txt",
+    ...                                            "eval.input_file": "data/heldout.tfrecord"})  # doctest: +SKIP
     >>> result = run_pretraining(recipe, "runs/demo")  # doctest: +SKIP
     >>> result.eval_results["masked_lm_accuracy"]  # doctest: +SKIP
     0.31

@@ -21,7 +21,7 @@ from absl import logging
 
 from bert_tf.config import BertConfig
 from bert_tf.config_loading import load_config, shipped_names
-from bert_tf.config_schema import ConfigError, Section, config_flags, field_option
+from bert_tf.config_schema import ConfigError, Section, field_option
 from bert_tf.inputs.input_spec import DEFAULT_PACKING_WINDOW, DEFAULT_SHUFFLE_BUFFER
 from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW
@@ -32,6 +32,10 @@ MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
 # the optimizer's update too, as Model Garden compiles the step on GPUs); see `Trainer`.
 JIT_COMPILE_SCOPES = ("gradients", "step")
 ALL_REDUCE_DTYPES = ("float32", "bfloat16")
+# `bert-pretrain --help` lists the recipe's flags under this title, except the run's inputs and model, under
+# `RUN_GROUP` beside the run options (`bert_tf.training.run_options`).
+RECIPE_GROUP = "recipe overrides (unset: the recipe's value)"
+RUN_GROUP = "the run"
 
 
 class RecipeError(ConfigError):
@@ -97,7 +101,8 @@ class Phase(_Section):
     max_seq_length: int = field_option(help="Sequence length of a phase's records; once per phase.")
     max_predictions_per_seq: int = field_option(help="Masked positions per sequence of a phase's records; once per "
                                                      "phase.")
-    input_file: Optional[str] = field_option(None, "TFRecords of a phase (comma-separated globs); once per phase.")
+    input_file: Optional[str] = field_option(None, "TFRecords of a phase (comma-separated globs); once per phase.",
+                                             group=RUN_GROUP)
     train_batch_size: Optional[int] = None
     max_micro_batch_size: Optional[int] = None
     mixed_inputs: typing.Tuple[InputSet, ...] = ()
@@ -142,11 +147,11 @@ class Phase(_Section):
         return ", ".join(f"{pattern} at {share:.4g}" for pattern, share in self.input_sets)
 
 
-@dataclasses.dataclass(frozen=True)
-class ModelSpec(_Section):
-    """The model: a preset name or a `bert_config.json`, plus `BertConfig` field overrides (e.g. dropout), written
-    beside them (`model: {preset: base, hidden_dropout_prob: 0.0}`); their types are checked here, their ranges when
-    the run builds its `BertConfig` from the preset or file.
+class _ModelChoice(_Section):
+    """The model: a preset name or a `bert_config.json`, and any `BertConfig` field set beside them (e.g. dropout:
+    `model: {preset: base, hidden_dropout_prob: 0.0}`, `--set=model.hidden_dropout_prob=0`); a field left null keeps
+    the preset's or the file's value. Their types are checked here, their ranges when the run builds its
+    `BertConfig` from the preset or file.
 
     Example:
     >>> ModelSpec.from_dict({"preset": "tiny", "hidden_dropout_prob": 0.0}, "recipe.yaml").overrides
@@ -154,20 +159,39 @@ class ModelSpec(_Section):
     """
 
     SECTION = "model"
-    preset: Optional[str] = "base"
-    bert_config_file: Optional[str] = field_option(None, "bert_config.json of the model (instead of the recipe's "
-                                                         "preset).")
-    overrides: dict = field_option(default_factory=dict, fields_of=BertConfig)
 
     def _rules(self):
         return (("preset", bool(self.preset) != bool(self.bert_config_file),
                  f"and bert_config_file={self.bert_config_file!r}: give exactly one of preset and "
                  f"bert_config_file"),)
 
+    @property
+    def overrides(self):
+        """{field: value} of the `BertConfig` fields this section sets (the others keep the preset's or file's)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(BertConfig)
+                if getattr(self, f.name) is not None}
+
+    def to_dict(self):
+        """The preset or file and the fields set, as a recipe file writes them (no nulls for the others)."""
+        return {"preset": self.preset, "bert_config_file": self.bert_config_file, **self.overrides}
+
     @classmethod
     def from_dict(cls, values, where=None):
         """`Section.from_dict`; a preset's name alone (`model: base`) is the mapping `{preset: base}`."""
         return super().from_dict({"preset": values} if isinstance(values, str) else values, where)
+
+
+# The model section holds every `BertConfig` field (null: the preset's or file's value), so that one owner, BertConfig,
+# lists them and the ordinary nested override sets them.
+ModelSpec = dataclasses.make_dataclass(
+    "ModelSpec",
+    [("preset", Optional[str], dataclasses.field(default="base")),
+     ("bert_config_file", Optional[str], field_option(None, "bert_config.json of the model (instead of the recipe's "
+                                                            "preset).", group=RUN_GROUP)),
+     *((f.name, Optional[typing.get_type_hints(BertConfig)[f.name]], dataclasses.field(default=None))
+       for f in dataclasses.fields(BertConfig))],
+    bases=(_ModelChoice,), frozen=True)
+ModelSpec.__module__, ModelSpec.__doc__ = __name__, _ModelChoice.__doc__
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,7 +245,7 @@ class EvalSpec(_Section):
 
     SECTION = "eval"
     input_file: Optional[str] = field_option(None, "Held-out TFRecords evaluated at the end with the original "
-                                                   "metrics.", flag="eval_input_file")
+                                                   "metrics.", flag="eval_input_file", group=RUN_GROUP)
     eval_batch_size: int = 8
     max_eval_steps: int = 100
     max_seq_length: Optional[int] = None
@@ -238,26 +262,29 @@ class EvalSpec(_Section):
 
 @dataclasses.dataclass(frozen=True)
 class Recipe(_Section):
-    """Everything a pre-training run needs except where it runs (`--strategy`, `--model_dir`).
+    """Everything a pre-training run needs except where it runs (`--strategy`, `--model_dir`:
+    `bert_tf.training.run_options.RunOptions`).
 
     Example:
     >>> recipe = load_recipe("bert_base_paper")
     >>> recipe.train_batch_size, recipe.num_train_steps, [p.max_seq_length for p in recipe.phases]
     (256, 1000000, [128, 512])
-    >>> recipe = recipe.with_overrides(num_train_steps=1000, num_warmup_steps=10,
-    ...                             input_file=["a/*.tfrecord", "b/*.tfrecord"])
+    >>> recipe = recipe.override({"num_train_steps": 1000, "num_warmup_steps": 10,
+    ...                           "phases.input_file": ["a/*.tfrecord", "b/*.tfrecord"]})
     >>> [p.num_steps for p in recipe.phases]
     [900, 100]
     >>> recipe.override({"optimizer.beta_1": 0.95}).optimizer.beta_1
     0.95
     """
 
+    HELP_GROUP = RECIPE_GROUP
     name: str
     phases: typing.Tuple[Phase, ...]
     description: str = ""
-    vocab_file: Optional[str] = field_option(None, "The vocab (copied into model_dir; needed by --dynamic_masking).")
+    vocab_file: Optional[str] = field_option(None, "The vocab (copied into model_dir; needed by --dynamic_masking).",
+                                             group=RUN_GROUP)
     init_checkpoint: Optional[str] = field_option(None, "A bert-convert / bert-pretrain directory to start the "
-                                                        "weights from.")
+                                                        "weights from.", group=RUN_GROUP)
     train_batch_size: int = field_option(256, "Global batch size (sequences per step, all replicas).")
     num_train_steps: int = field_option(1_000_000, "Total steps of the run; the phases are rescaled in proportion.")
     num_warmup_steps: int = field_option(10_000, "Steps of linear learning-rate warmup from 0.")
@@ -342,17 +369,6 @@ class Recipe(_Section):
                                   f"{self.num_warmup_steps}: also pass --num_warmup_steps.")
             values["phases"] = _rescale_phases(phases, total)
         return values
-
-    def with_overrides(self, **flags):
-        """`override` with `bert-pretrain`'s flag names (None means "not given"): each flag sets its field
-        (`--optimizer` the optimizer's name, `--eval_input_file` the evaluation's input, ...), another name the
-        recipe field of that name, else each phase's field of that name (one value per phase, in order)."""
-        flag_paths = {flag.name: flag.path for flag in config_flags(Recipe)}
-        recipe_fields = {f.name for f in dataclasses.fields(Recipe)}
-        paths = {flag_paths.get(key, key if key in recipe_fields else f"phases.{key}"): (key, value)
-                 for key, value in flags.items() if value is not None}
-        return self.override({path: value for path, (_, value) in paths.items()},
-                             flags={path: f"--{key}" for path, (key, _) in paths.items()})
 
     @property
     def phase_ends(self):
