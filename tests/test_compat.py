@@ -141,6 +141,45 @@ def test_hlo_protos():
         "TensorFlow changed the HLO proto's buffer assignment")
 
 
+
+def test_xla_custom_call_emits_the_target_with_its_config_and_result_shapes():
+    specs = [tf.TensorSpec([2, 3], tf.bfloat16), tf.TensorSpec([0], tf.uint8)]
+
+    @tf.function(jit_compile=True)
+    def call(a):
+        return tensorflow_internals.xla_custom_call("__test$target", [a], specs, '{"k": 1}')[0]
+
+    hlo = call.experimental_get_compiler_ir(tf.ones([2, 3], tf.bfloat16))(stage="hlo")
+    line = next((line for line in hlo.splitlines() if " custom-call(" in line), "")
+    assert 'custom_call_target="__test$target"' in line and "(bf16[2,3]{1,0}, u8[0]{0})" in line, (
+        "TensorFlow changed custom_call_v2 (no custom call with the target and result shapes asked for)")
+    assert line.endswith('backend_config={"k": 1}'), (
+        f"TensorFlow changed how custom_call_v2 writes the backend config: {line[-200:]}")
+
+
+def test_in_xla_compilation_is_true_only_inside_a_compiled_function():
+    seen = {}
+
+    @tf.function(jit_compile=True)
+    def compiled(x):
+        @tf.function
+        def inner(y):
+            seen["inner"] = tensorflow_internals.in_xla_compilation()
+            return y
+        seen["compiled"] = tensorflow_internals.in_xla_compilation()
+        return inner(x)
+
+    @tf.function
+    def plain(x):
+        seen["plain"] = tensorflow_internals.in_xla_compilation()
+        return x
+
+    compiled(tf.ones(1))
+    plain(tf.ones(1))
+    seen["eager"] = tensorflow_internals.in_xla_compilation()
+    assert seen == {"compiled": True, "inner": True, "plain": False, "eager": False}, (
+        f"TensorFlow changed control_flow_util.GraphOrParentsInXlaContext: {seen}")
+
 def test_scalar_summary_metadata(tmp_path):
     with tf.summary.create_file_writer(str(tmp_path)).as_default(step=1):
         tf.summary.write("loss", tf.constant(0.5), metadata=tensorflow_internals.scalar_summary_metadata())

@@ -4,10 +4,12 @@
 import os
 
 import tensorflow as tf
+from tensorflow.compiler.tf2xla.python import xla as tf2xla
 from tensorflow.compiler.xla import xla_data_pb2
 from tensorflow.compiler.xla.service import hlo_pb2
 from tensorflow.core.framework import summary_pb2
 from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.python.ops import control_flow_util
 
 # The base class of objects a `tf.train.Checkpoint` saves through `_serialize_to_tensors`. Why: a host's iterator
 # must be saved on the host's device (training/input_hosts.py); TensorFlow exports the class only as internal API.
@@ -131,3 +133,25 @@ def read_saved_model_proto(export_dir):
     with tf.io.gfile.GFile(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
         saved_model.ParseFromString(f.read())
     return saved_model
+
+
+def xla_custom_call(target, operands, result_specs, backend_config):
+    """The results (a tuple) of an XLA `custom-call` to `target` with `operands`, results shaped as `result_specs`
+    (`tf.TensorSpec`s, every operand and result in XLA's default layout) and the `backend_config` string. Only
+    inside an XLA-compiled function; the backend that compiles it must know the target.
+
+    Why: cuDNN's flash attention is reachable from a TensorFlow program only as XLA:GPU's custom call
+    (`accelerators/cudnn_flash_attention.py`); TensorFlow emits one through the private
+    `tensorflow.compiler.tf2xla.python.xla.custom_call_v2`, which `tf.raw_ops` does not expose.
+    """
+    return tf2xla.custom_call_v2(target, operands, result_specs, backend_config=backend_config,
+                                 has_side_effect=False)
+
+
+def in_xla_compilation():
+    """True while tracing a function that XLA compiles (`tf.function(jit_compile=True)`, or one it calls).
+
+    Why: an op that exists only as an XLA custom call must fall back to plain ops outside XLA (evaluation or export
+    traced without `jit_compile`); TensorFlow keeps the test in the private `control_flow_util`.
+    """
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())

@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from bert_tf.modeling.attention_kernel import active_attention_kernel
 from bert_tf.modeling.dropout import BertDropout
 from bert_tf.modeling.recomputation import recomputes, tied_to_backward
 
@@ -33,6 +34,17 @@ def attention_mask_adder(input_mask, instance_ids=None, dtype="float32"):
     return (1.0 - same_instance * mask[:, None, :])[:, None, :, :] * MASK_ADDER
 
 
+def sequence_lengths(attention_bias):
+    """Each row's real tokens (int32 [B]) from a plain rows' bias ([B, 1, 1, T], 0 where a key is real): BERT's rows
+    hold their tokens first and padding after, so the count is the length.
+
+    Example:
+    >>> ops.convert_to_numpy(sequence_lengths(attention_mask_adder(ops.convert_to_tensor([[1, 1, 0], [1, 1, 1]]))))
+    array([2, 3], dtype=int32)
+    """
+    return ops.sum(ops.cast(attention_bias[:, 0, 0, :] > MASK_ADDER / 2, "int32"), axis=-1)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertSelfAttention(keras.layers.Layer):
     """Multi-head self-attention with the original's variables: `query`, `key`, `value` dense layers with
@@ -49,6 +61,10 @@ class BertSelfAttention(keras.layers.Layer):
       2 bytes per [batch, heads, T, T] element instead of the float32 probabilities, the dropout mask and the
       dropped probabilities. No matrix multiplication is computed twice.
     - `attention_with_dropout`: everything else, float32 training included (the original's ops, autodiff as is).
+
+    Inside `attention_kernel.fused_attention_kernel(kernel)` (a run's setting, e.g. cuDNN flash attention on GPUs),
+    plain rows take `kernel` wherever it applies, with no attention-probability dropout (a call that would drop
+    probabilities raises); packed rows and calls where it does not apply run as above.
 
     `attention_bias` is `attention_mask_adder`'s: [B, 1, 1, T] for plain rows, [B, 1, T, T] for packed rows.
 
@@ -91,7 +107,15 @@ class BertSelfAttention(keras.layers.Layer):
         heads = (batch, length, self.num_attention_heads, self.head_size)
         q, k, v = (ops.reshape(dense(x), heads) for dense in (self.query, self.key, self.value))  # [B, T, A, d]
         dropout = bool(training) and self.attention_dropout_rate > 0
-        if not dropout and keras.backend.backend() != "tensorflow":
+        kernel = active_attention_kernel()
+        # Packed rows ([B, 1, T, T] block-diagonal bias) keep today's attention: lengths cannot describe them.
+        if kernel is not None and attention_bias.shape[2] == 1 and kernel.applies():
+            if dropout:
+                raise ValueError(f"The {kernel.name} attention kernel has no dropout on the attention probabilities, "
+                                 f"but attention_dropout_rate={self.attention_dropout_rate}: set "
+                                 f"model.attention_probs_dropout_prob: 0.0 or model.attention: einsum.")
+            context = kernel(q, k, v, sequence_lengths(attention_bias), 1.0 / math.sqrt(self.head_size))
+        elif not dropout and keras.backend.backend() != "tensorflow":
             context = self.fused_attention(q, k, v, attention_bias)
         elif training and recomputes(q):
             # The seed is drawn here, once per call, outside the recomputed region: the layer's state advances as
