@@ -135,34 +135,36 @@ def figures_line(name, manifest, stats, device_bytes, compile_s, device_kind, ja
     return figures
 
 
-def largest_fitting_micro_batch(points, device_bytes, margin, limit=256):
-    """The largest power of two <= `limit` whose peak stays under (1 - margin) of the card, from measured
-    (micro_batch, peak_bytes) points. Between and beyond two points the peak is taken as linear in the micro-batch
-    (the weights and slots are fixed; activations grow with it), from the two nearest points; with one point, as
-    proportional above a fixed part of zero (an over-estimate, so on the safe side). None if even 1 does not fit."""
+def value_at(points, micro):
+    """The value at `micro` from (micro_batch, value) points: a point's own value, else the line through the two
+    nearest points (between or beyond them; the weights and slots are fixed and activations grow with the
+    micro-batch), or with one point, proportional above a fixed part of zero (an over-estimate, the safe side)."""
     points = sorted(set(points))
+    for m, b in points:
+        if m == micro:
+            return b
+    if len(points) == 1:
+        m, b = points[0]
+        return b * micro / m
+    below = [p for p in points if p[0] < micro]
+    above = [p for p in points if p[0] > micro]
+    if below and above:
+        (m0, b0), (m1, b1) = below[-1], above[0]
+    elif above:
+        (m0, b0), (m1, b1) = above[0], above[1]
+    else:
+        (m0, b0), (m1, b1) = below[-2], below[-1]
+    return b0 + (b1 - b0) * (micro - m0) / (m1 - m0)
+
+
+def largest_fitting_micro_batch(points, device_bytes, margin, limit=256):
+    """The largest power of two <= `limit` whose peak stays under (1 - margin) of the device, from measured
+    (micro_batch, peak_bytes) points, the peak between and beyond them as `value_at` takes it. None if even 1 does
+    not fit."""
     budget = (1 - margin) * device_bytes
-
-    def peak_at(micro):
-        for m, b in points:
-            if m == micro:
-                return b
-        if len(points) == 1:
-            m, b = points[0]
-            return b * micro / m
-        below = [p for p in points if p[0] < micro]
-        above = [p for p in points if p[0] > micro]
-        if below and above:
-            (m0, b0), (m1, b1) = below[-1], above[0]
-        elif above:
-            (m0, b0), (m1, b1) = above[0], above[1]
-        else:
-            (m0, b0), (m1, b1) = below[-2], below[-1]
-        return b0 + (b1 - b0) * (micro - m0) / (m1 - m0)
-
     best = None
     for power in range(int(math.log2(limit)) + 1):
-        if peak_at(2**power) <= budget:
+        if value_at(points, 2**power) <= budget:
             best = 2**power
     return best
 
@@ -191,6 +193,55 @@ def extrapolate_depth(lines, layers):
         figures[micro] = {key: a[key] + (b[key] - a[key]) * (layers - d0) / (d1 - d0)
                           for key in ("argument_bytes", "temporary_bytes", "peak_bytes")}
     return figures
+
+
+def whole_model_figures(lines, layers):
+    """{micro_batch: figures} of the whole model (`layers` blocks) from one device's lines: the whole model's own
+    compiles where there are any (`extrapolated` False; `no_remat_peak_bytes` from a compile for a larger device
+    where the one for the device recomputed), else `extrapolate_depth` of the shallow ones (`extrapolated` True)."""
+    figures = {micro: {**values, "extrapolated": True}
+               for micro, values in extrapolate_depth([line for line in lines if line.get("layers") != layers
+                                                       and line["memory_scale"] == 1], layers).items()}
+    whole = [line for line in lines if line.get("layers") == layers and "peak_bytes" in line]
+    for line in sorted(whole, key=lambda line: line["memory_scale"] != 1):
+        if line["memory_scale"] == 1:
+            figures[line["micro_batch"]] = {key: line[key] for key in ("argument_bytes", "temporary_bytes",
+                                                                       "peak_bytes", "remat_instructions")}
+            figures[line["micro_batch"]]["extrapolated"] = False
+        elif line["micro_batch"] in figures and not figures[line["micro_batch"]]["extrapolated"]:
+            figures[line["micro_batch"]]["no_remat_peak_bytes"] = line["peak_bytes"]
+    return figures
+
+
+def plan_micro_batch(figures, device_bytes, margin, limit=256):
+    """The entry's micro-batch and its figures at it and at twice it (up to `limit`), from `whole_model_figures`:
+    the largest power of two whose peak without recomputation stays under (1 - margin) of the device. A figure at
+    a micro-batch nobody compiled is the line through the nearest ones (`extrapolated` True).
+
+    Example: 2 GiB fixed and 0.25 GiB a sequence, extrapolated at 8 and 32: 32 fits 12.8 GiB, 64 (18 GiB) does not.
+    >>> figures = {m: {"argument_bytes": 2 * GIB, "temporary_bytes": m * GIB / 4, "peak_bytes": (2 + m / 4) * GIB,
+    ...                "extrapolated": True} for m in (8, 32)}
+    >>> micro, at = plan_micro_batch(figures, 16 * GIB, 0.2)
+    >>> micro, sorted(at), at[64]["peak_bytes"] / GIB
+    (32, [32, 64], 18.0)
+    """
+    def no_remat(values):
+        return values.get("no_remat_peak_bytes", values["peak_bytes"])
+
+    micro = largest_fitting_micro_batch([(m, no_remat(v)) for m, v in figures.items()], device_bytes, margin,
+                                        limit)
+    chosen = {}
+    for m in (micro, 2 * micro) if micro else ():
+        if m > limit:
+            continue
+        if m in figures:
+            chosen[m] = figures[m]
+            continue
+        near = [(k, v) for k, v in figures.items() if v["extrapolated"]] or list(figures.items())
+        chosen[m] = {key: value_at([(k, v[key]) for k, v in near], m)
+                     for key in ("argument_bytes", "temporary_bytes", "peak_bytes")}
+        chosen[m]["extrapolated"] = True
+    return micro, chosen
 
 
 def done_keys(jsonl):

@@ -22,10 +22,12 @@ from estimate_xla_memory import (  # noqa: E402
     figures_line,
     largest_fitting_micro_batch,
     peak_bytes,
+    plan_micro_batch,
     remat_instructions,
     scaled_target,
     step_folders,
     tpu_init_args,
+    whole_model_figures,
 )
 
 from bert_tf.accelerators.device_peaks import DEVICES  # noqa: E402
@@ -129,3 +131,29 @@ def test_the_micro_batch_is_the_largest_power_of_two_under_the_margin():
     assert largest_fitting_micro_batch([(256, 32 * GIB)], device, 0.2) == 256  # capped at 256
     assert largest_fitting_micro_batch([(64, 40 * GIB)], device, 0.2) == 64
     assert largest_fitting_micro_batch([(1, 70 * GIB)], device, 0.2) is None
+
+
+def test_a_tpu_entry_is_planned_from_the_whole_model_compiled_where_it_was_and_extrapolated_elsewhere():
+    """Shallow steps at 8 and 32 sequences put the whole model (24 blocks) at 4.3 and 14.2 GiB; the whole model
+    compiled at 32 (13.5 GiB of a 16 GiB chip with recomputation, 14.5 GiB without) overrides the line there."""
+    def line(micro, layers, temporaries_gib, scale=1, remat=0):
+        return {"micro_batch": micro, "layers": layers, "memory_scale": scale, "argument_bytes": GIB,
+                "temporary_bytes": temporaries_gib * GIB, "peak_bytes": GIB + temporaries_gib * GIB,
+                "remat_instructions": remat}
+
+    shallow = [line(8, 1, 1.0), line(32, 1, 1.0 + 24 * 0.125), line(8, 2, 1.0 + 8 * 0.0125),
+               line(32, 2, 4.0 + 32 * 0.0125)]
+    figures = whole_model_figures(shallow, 24)
+    assert [figures[m]["extrapolated"] for m in (8, 32)] == [True, True]
+    per_sequence = (figures[32]["peak_bytes"] - figures[8]["peak_bytes"]) / 24 / GIB
+    assert per_sequence == pytest.approx(0.125 + 23 * 0.0125)
+    micro, chosen = plan_micro_batch(figures, 16 * GIB, 0.2)  # 12.8 GiB: 16 fits, 32 does not
+    assert micro == 16 and sorted(chosen) == [16, 32] and chosen[16]["extrapolated"]
+    assert chosen[16]["peak_bytes"] == pytest.approx(figures[8]["peak_bytes"] + 8 * per_sequence * GIB)
+
+    compiled = shallow + [line(32, 24, 12.5, remat=40), line(32, 24, 13.5, scale=2), line(64, 24, 20.0, scale=2)]
+    figures = whole_model_figures(compiled, 24)
+    assert figures[32]["extrapolated"] is False and figures[32]["no_remat_peak_bytes"] == 14.5 * GIB
+    assert 64 not in figures  # a compile for a larger chip alone is no figure for this one
+    assert plan_micro_batch(figures, 16 * GIB, 0.05)[0] == 32  # 14.5 GiB without recomputation <= 15.2
+    assert plan_micro_batch(figures, 16 * GIB, 0.1)[0] == 16  # 14.5 > 14.4: the peak with recomputation would fit
