@@ -4,6 +4,9 @@ import io
 
 import tensorflow as tf
 
+from bert_tf.text.file_patterns import expand_file_patterns
+from bert_tf.training.word_order_baseline import baseline_line, order_blind_baseline, plateau_line
+
 CURVES_FILE = "training_curves.png"
 SUMMARY_FILE = "training_summary.txt"
 
@@ -63,7 +66,8 @@ def write_summary(path, lines):
 
 
 def summary_lines(recipe, config, final_step, history, eval_results, elapsed_seconds, layout, model_dir):
-    """The text summary: what ran, how fast, where it ended, and the eval metrics."""
+    """The text summary: what ran, how fast, where it ended, and the eval metrics beside the order-blind baseline
+    (the plateau), with a line saying so when the run sits on it."""
     lines = [f"bert-pretrain summary: recipe {recipe.name}, model_dir {model_dir}",
              f"model: L={config.num_hidden_layers} H={config.hidden_size} A={config.num_attention_heads} "
              f"I={config.intermediate_size} V={config.vocab_size}",
@@ -90,5 +94,26 @@ def summary_lines(recipe, config, final_step, history, eval_results, elapsed_sec
                      + (f", MFU {100 * timed['mfu']:.1f}%" if "mfu" in timed else ""))
     if eval_results:
         lines.append("eval: " + ", ".join(f"{k} {v:.4g}" for k, v in sorted(eval_results.items())))
+        if "masked_lm_accuracy" in eval_results:
+            lines.extend(plateau_lines(recipe, eval_results["masked_lm_accuracy"]))
     return lines
+
+
+def plateau_lines(recipe, accuracy):
+    """The held-out accuracy beside the order-blind baseline of the run's final-phase records scored on its
+    held-out ones (`word_order_baseline`), and the plateau line when the run sits there; [] without both inputs.
+
+    Example:
+    >>> plateau_lines(load_recipe("runs/small/recipe.yaml"), 0.158)  # doctest: +SKIP
+    ['held-out masked-LM accuracy 0.1580; order-blind baseline 0.1503: ...', 'plateau: held-out masked-LM ...']
+    """
+    last = recipe.phases[-1]
+    if not recipe.eval.input_file or not last.input_file:
+        return []
+    baseline = order_blind_baseline(expand_file_patterns(last.input_file),
+                                    expand_file_patterns(recipe.eval.input_file, "eval_input_file"))
+    if baseline is None:
+        return []
+    plateau = plateau_line(accuracy, baseline)
+    return [f"held-out masked-LM accuracy {accuracy:.4f}; {baseline_line(baseline)}"] + ([plateau] if plateau else [])
 
