@@ -48,9 +48,12 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 TARGET_FILE = os.path.join(BENCH, "h100_sxm_target.txtpb")
 GIB = 2**30
 # The platforms' TPU devices (bert_tf/accelerators/device_peaks.py): the jax topology whose first chip is compiled
-# for, and the chip's HBM in GiB.
-TPU_TARGETS = {"tpu_v4": ("v4:2x2x1", 32), "tpu_v5e": ("v5e:2x2", 16), "tpu_v5p": ("v5p:2x2x1", 95),
-               "tpu_v6e": ("v6e:2x2", 32)}
+# for, the chip's HBM in GiB, and the device kind jax names. A v4 or v5p chip has two TensorCores that TensorFlow and
+# jax drive as one device (megacore, all the chip's HBM); v4's compile-only topology gives one device per core unless
+# asked for megacore (`TPU_TOPOLOGY_OPTIONS`).
+TPU_TARGETS = {"tpu_v4": ("v4:2x2x1", 32, "TPU v4"), "tpu_v5e": ("v5e:2x2", 16, "TPU v5 lite"),
+               "tpu_v5p": ("v5p:2x2x1", 95, "TPU v5"), "tpu_v6e": ("v6e:2x2", 32, "TPU v6 lite")}
+TPU_TOPOLOGY_OPTIONS = {"tpu_v4": {"chip_config_name": "megacore"}}
 # A compiled instruction XLA's rematerialization made has a name with this in it (`fusion.12.remat`, `.remat2`).
 REMAT_NAME = re.compile(r"%[\w.-]*\.remat\d*\b")
 
@@ -301,10 +304,13 @@ def main(argv=None):
 
     tpu = args.target in TPU_TARGETS
     if tpu:
-        topology_name, device_gib = TPU_TARGETS[args.target]
+        topology_name, device_gib, _ = TPU_TARGETS[args.target]
         device_bytes = device_gib * GIB
         flags = tpu_init_args(device_gib, args.memory_scale)
         os.environ["LIBTPU_INIT_ARGS"] = " ".join(filter(None, (os.environ.get("LIBTPU_INIT_ARGS"), flags)))
+        # Compile-only chips share no hardware, so a second libtpu process (another compile) need not wait for the
+        # first one's lock file.
+        os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     elif not os.path.exists(args.target):
         parser.error(f"--target={args.target}: neither a file nor a TPU chip: give a GpuTargetConfigProto file or "
                      f"one of {', '.join(TPU_TARGETS)}")
@@ -317,7 +323,8 @@ def main(argv=None):
     if tpu:
         from importlib import metadata
 
-        devices = topologies.get_topology_desc(topology_name, "tpu").devices[:1]
+        devices = topologies.get_topology_desc(topology_name, "tpu",
+                                               **TPU_TOPOLOGY_OPTIONS.get(args.target, {})).devices[:1]
         compiler = f"libtpu {metadata.version('libtpu')}"
     else:
         with open(args.target, encoding="utf-8") as f:

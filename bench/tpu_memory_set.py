@@ -20,7 +20,6 @@ import sys
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
-DEVICE_KINDS = {"tpu_v4": "TPU v4", "tpu_v5e": "TPU v5 lite", "tpu_v5p": "TPU v5", "tpu_v6e": "TPU v6 lite"}
 
 
 def step_name(preset, seq, micro_batch, layers=None):
@@ -55,13 +54,13 @@ def main(argv=None):
     parser.add_argument("--tpu_python", default=os.path.join(REPO, ".venv-tpu", "bin", "python"))
     args = parser.parse_args(argv)
     sys.path.insert(0, BENCH)
-    from estimate_xla_memory import done_keys
+    from estimate_xla_memory import TPU_TARGETS, done_keys
 
     attempted = set()
     while True:
         done = done_keys(args.jsonl)
         pending = [e for e in read_queue(args.queue) if e not in attempted and
-                   (step_name(*e[1:5]), DEVICE_KINDS[e[0]], e[5]) not in done]
+                   (step_name(*e[1:5]), TPU_TARGETS[e[0]][2], e[5]) not in done]
         if not pending:
             return 0
         entry = pending[0]

@@ -89,9 +89,9 @@ def test_a_tpu_line_names_libtpu_and_a_refused_step_says_why_without_figures():
 
 
 def test_the_tpu_chips_have_the_platforms_hbm_and_a_larger_chip_is_one_libtpu_flag():
-    for name, (topology, hbm_gib) in TPU_TARGETS.items():
+    for name, (topology, hbm_gib, kind) in TPU_TARGETS.items():
         assert DEVICES[name].memory_gib == hbm_gib, name  # the one table the platforms' budgets come from
-        assert topology.startswith(name[len("tpu_"):] + ":"), name
+        assert topology.startswith(name[len("tpu_"):] + ":") and kind.startswith("TPU v" + name[len("tpu_v")]), name
     assert tpu_init_args(16, 1) == ""  # the chip's own limit
     assert tpu_init_args(16, 2) == "--xla_tpu_max_hbm_size_mib=32768"
 

@@ -1,0 +1,95 @@
+"""The TPU entries of configs/platforms.yaml planned from XLA:TPU's buffers: reads the lines bench/tpu_memory_set.py
+(bench/estimate_xla_memory.py) wrote, and prints, for each TPU chip, the micro-batch of BERT-base and BERT-large at
+128 and 512 tokens and the `xla_tpu_estimates` block (the figures at that micro-batch and at twice it), in the
+platforms file's YAML. Plain Python (no jax, no TensorFlow).
+
+Each micro-batch is the largest power of two up to 256 whose peak without recomputation stays under
+(1 - `--margin`) of the chip's HBM (`estimate_xla_memory.plan_micro_batch`): the whole model's own compile where
+there is one, else the line through the whole model extrapolated in depth from 1- and 2-block steps. A chip without
+shallow steps of its own for a preset and length takes those of `--shallow_from` (the chips gave the same buffers
+for the same shallow step; docs/measurements.md, "XLA:TPU buffers per generation"), and says so.
+
+    python3 bench/plan_tpu_platforms.py bench/results/estimate_xla_memory/tpu.jsonl
+"""
+
+import argparse
+import json
+import sys
+
+from estimate_xla_memory import GIB, TPU_TARGETS, plan_micro_batch, whole_model_figures
+
+PRESET_LAYERS = {"base": 12, "large": 24}
+LENGTHS = (128, 512)
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def plan(lines, margin, shallow_from=None):
+    """{target: {"device_gib", "compiler", "models": {preset: {seq: micro}}, "figures": {preset: {seq: {micro:
+    figures}}}, "borrowed": [(preset, seq)]}} for every TPU target with lines."""
+    plans = {}
+    for target, (_, hbm_gib, device) in TPU_TARGETS.items():
+        own = [line for line in lines if line["device"] == device and line.get("step") == "tpu_loop"]
+        if not own:
+            continue
+        entry = {"device_gib": hbm_gib, "compiler": own[0]["compiler"], "models": {}, "figures": {},
+                 "borrowed": []}
+        for preset, layers in PRESET_LAYERS.items():
+            for seq in LENGTHS:
+                step = [line for line in own if line["preset"] == preset and line["seq"] == seq]
+                figures = whole_model_figures(step, layers)
+                if len([m for m, v in figures.items() if v["extrapolated"]]) < 2 and shallow_from:
+                    borrowed = [line for line in lines if line["device"] == shallow_from and line["preset"] == preset
+                                and line["seq"] == seq and line.get("layers") != layers]
+                    figures = {**whole_model_figures(borrowed, layers), **figures}
+                    entry["borrowed"].append((preset, seq))
+                if not figures:
+                    continue
+                micro, chosen = plan_micro_batch(figures, hbm_gib * GIB, margin)
+                entry["models"].setdefault(preset, {})[seq] = micro
+                entry["figures"].setdefault(preset, {})[seq] = chosen
+        plans[target] = entry
+    return plans
+
+
+def figures_yaml(values):
+    """One step's figures as the platforms file writes them: `{arguments_gib: .., temporaries_gib: .., peak_gib: ..,
+    no_remat_peak_gib: .. (where it differs), extrapolated: true (where no compile gave it)}`."""
+    fields = {"arguments_gib": values["argument_bytes"], "temporaries_gib": values["temporary_bytes"],
+              "peak_gib": values["peak_bytes"]}
+    if values.get("no_remat_peak_bytes", values["peak_bytes"]) != values["peak_bytes"]:
+        fields["no_remat_peak_gib"] = values["no_remat_peak_bytes"]
+    text = ", ".join(f"{key}: {round(value / GIB, 2)}" for key, value in fields.items())
+    return "{" + text + (", extrapolated: true" if values["extrapolated"] else "") + "}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("jsonl", help="bench/estimate_xla_memory.py's TPU lines.")
+    parser.add_argument("--margin", type=float, default=0.2, help="The share of HBM the micro-batch leaves free.")
+    parser.add_argument("--shallow_from", default="TPU v5 lite",
+                        help="The device whose shallow steps a chip without its own takes.")
+    args = parser.parse_args(argv)
+    plans = plan(read_lines(args.jsonl), args.margin, args.shallow_from)
+    print("xla_tpu_estimates:")
+    for target, entry in plans.items():
+        print(f"  {target}:\n    device_gib: {entry['device_gib']}")
+        for preset, by_seq in entry["figures"].items():
+            print(f"    {preset}:")
+            for seq, steps in by_seq.items():
+                print(f"      {seq}:")
+                for micro, values in sorted(steps.items()):
+                    print(f"        {micro}: {figures_yaml(values)}")
+    for target, entry in plans.items():
+        models = ", ".join(f"{preset}: {{max_micro_batch_size: {{{', '.join(f'{s}: {m}' for s, m in fits.items())}}}}}"
+                           for preset, fits in entry["models"].items())
+        print(f"# {target} ({entry['compiler']}): models: {{{models}}}"
+              + (f"; shallow steps of {args.shallow_from} for {entry['borrowed']}" if entry["borrowed"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
