@@ -54,8 +54,7 @@ def _read_table(path, text_column, label_column, text_b_column):
         wanted = [c for c in (text_column, text_b_column, label_column) if c]
         missing = [c for c in wanted if c not in header]
         if missing:
-            raise InputError(f"{path} has no column(s) {missing}: its header is {header}; pass --text_column, "
-                             f"--text_b_column and --label_column with names from it.")
+            raise InputError(_missing_columns_text(path, header, missing, "," if is_csv else "\\t"))
         index = {c: header.index(c) for c in wanted}
         texts_a, texts_b, labels = [], [], []
         for line, row in enumerate(rows, start=2):
@@ -71,6 +70,22 @@ def _read_table(path, text_column, label_column, text_b_column):
     if not labels:
         raise InputError(f"{path} holds a header but no examples.")
     return LabelledTexts(texts_a, texts_b if text_b_column else None, labels)
+
+
+# A header cell longer than this, or with this many words, is read as a value: the file has no header row.
+_HEADER_CELL_CHARS, _HEADER_CELL_WORDS = 40, 6
+
+
+def _missing_columns_text(path, header, missing, separator):
+    """The one-line error for columns the header lacks: a first row of values gets the missing header row suggested
+    (its cells cut to 30 characters, so a long text does not fill the screen)."""
+    shown = [cell if len(cell) <= 30 else cell[:29] + "\u2026" for cell in header]
+    if any(len(cell) > _HEADER_CELL_CHARS or len(cell.split()) >= _HEADER_CELL_WORDS for cell in header):
+        return (f"{path} has no column(s) {missing}: its first row {shown} looks like an example, not a header row "
+                f"naming the columns; add one as its first line (e.g. {separator.join(missing)}) or pass "
+                f"--text_column and --label_column with names from it.")
+    return (f"{path} has no column(s) {missing}: its header is {shown}; pass --text_column, --text_b_column and "
+            f"--label_column with names from it.")
 
 
 def read_tfds(name, data_dir, split, text_column, label_column, text_b_column=None):

@@ -26,11 +26,15 @@ def version_dir(output_dir, name, version=1):
 
 
 def check_free(export_dir):
-    """Refuses to overwrite an exported version (TF Serving may be serving it), and a path inside a file or node."""
+    """Refuses to overwrite an exported version (TF Serving may be serving it), naming the next free `--version`,
+    and a path inside a file or node."""
     check_output_directory(export_dir)
     if tf.io.gfile.exists(os.path.join(export_dir, "saved_model.pb")):
+        parent = os.path.dirname(export_dir.rstrip("/"))
+        taken = [int(name.strip("/")) for name in tf.io.gfile.listdir(parent) if name.strip("/").isdigit()]
         raise OutputExistsError(f"{export_dir} already holds a SavedModel: TF Serving treats a version as immutable, "
-                                f"so export to a new version number or remove the folder first.")
+                                f"so export to a new version number (--version={max(taken, default=1) + 1}) or "
+                                f"remove the folder first.")
 
 
 def _save(module, export_dir):
