@@ -219,10 +219,10 @@ def main():
                 "stack": "keras_jax", "variant": attention, "device": device.device_kind, "preset": preset,
                 "seq": args.seq_length, "batch": args.batch_size, "micro_batch": args.batch_size,
                 "predictions": args.predictions, "sequences_per_s": round(rate, 3),
-                "mfu": round(rate * flops / peak, 4), "peak_tflops": round(peak / 1e12, 1), "peak_source": peak_source,
+                "mfu": round(rate * flops / peak, 4), "peak_tflops": round(peak / 1e12, 3), "peak_source": peak_source,
                 "hidden_dropout": config.hidden_dropout_prob, "attention_dropout": config.attention_probs_dropout_prob,
-                "gib_per_sequence": per_sequence_gib, "compile_seconds": round(compile_seconds, 1),
-                "loss": float(metrics["loss"])})
+                "gib_per_sequence": per_sequence_gib and round(per_sequence_gib, 4),
+                "compile_seconds": round(compile_seconds, 1), "loss": float(metrics["loss"])})
 
 
 if __name__ == "__main__":
