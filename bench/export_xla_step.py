@@ -50,8 +50,15 @@ def parse_args(argv=None):
     parser.add_argument("--no_check", dest="check", action="store_false",
                         help="Export the program only; by default TensorFlow runs the step here and a sample of "
                         "its outputs is written for the runner to compare (a paper-batch step is too big for that).")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                        help="A recipe setting by path, as bert-pretrain's --set (model.num_hidden_layers=4, "
+                        "model.attention=cudnn_flash); repeatable.")
     parser.add_argument("--out", required=True, help="The folder to write (created; files in it are replaced).")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for setting in args.overrides:
+        if "=" not in setting:
+            parser.error(f"--set={setting}: write PATH=VALUE, e.g. --set=model.num_hidden_layers=4")
+    return args
 
 
 def weight_pattern(path, index):
@@ -69,14 +76,17 @@ def weight_pattern(path, index):
     return {"seed": index, "center": center, "scale": scale}
 
 
-def export_step(preset, precision, batch, seq, preds, out, micro_batch=None, check=False):
-    """Builds the step, writes the folder `out` (see `xla_step_format`) and returns the manifest."""
+def export_step(preset, precision, batch, seq, preds, out, micro_batch=None, check=False, overrides=None):
+    """Builds the step, writes the folder `out` (see `xla_step_format`) and returns the manifest. `overrides`:
+    {recipe path: value} set after the preset's (a string is read as YAML, as `--set` reads it)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
     import tensorflow as tf
 
+    from bert_tf.accelerators.cudnn_flash_attention import attention_kernel
     from bert_tf.accelerators.flops import training_flops_per_sequence
     from bert_tf.compat.tensorflow_internals import hlo_module
+    from bert_tf.modeling.attention_kernel import fused_attention_kernel
     from bert_tf.optimizers.optimization import create_optimizer
     from bert_tf.training.pretraining import create_pretrainer, resolve_bert_config
     from bert_tf.training.recipe import load_recipe
@@ -85,7 +95,11 @@ def export_step(preset, precision, batch, seq, preds, out, micro_batch=None, che
 
     started = time.time()
     recipe = load_recipe(PRESET_RECIPES.get(preset, "bert_base_paper")).override({
-        "model.preset": preset, "mixed_precision": precision, "jit_compile": True, "jit_compile_scope": "step"})
+        "model.preset": preset, "mixed_precision": precision, "jit_compile": True, "jit_compile_scope": "step",
+        **(overrides or {})})
+    if check and recipe.model.attention != "einsum":
+        raise ValueError(f"model.attention={recipe.model.attention} runs on GPUs only, so TensorFlow cannot run the "
+                         f"step here to check it: export with --no_check.")
     micro, accumulation = micro_batching(batch, micro_batch)
     strategy = tf.distribute.get_strategy()
     config = resolve_bert_config(recipe)
@@ -102,8 +116,9 @@ def export_step(preset, precision, batch, seq, preds, out, micro_batch=None, che
     batch_values = synthetic_batch(config.vocab_size, batch, seq, preds, seed=BATCH_SEED)
     features = {k: tf.constant(v) for k, v in batch_values.items()}
     step = trainer._step  # the replica step a run compiles with jit_compile_scope: step
-    captured = step.get_concrete_function(features).captured_inputs
-    program = step.experimental_get_compiler_ir(features)(stage="hlo_serialized")
+    with fused_attention_kernel(attention_kernel(recipe.model.attention)):  # as a run's steps are traced
+        captured = step.get_concrete_function(features).captured_inputs
+        program = step.experimental_get_compiler_ir(features)(stage="hlo_serialized")
     module = hlo_module(program)
 
     variables = {id(v.handle): v for v in
@@ -164,7 +179,7 @@ def export_step(preset, precision, batch, seq, preds, out, micro_batch=None, che
         "micro_batch": micro, "accumulation_steps": accumulation, "use_next_sentence": recipe.use_next_sentence,
         "parameter_count": int(sum(np.prod(v.shape) for v in model.pretraining_variables())),
         "model_flops_per_step": batch * training_flops_per_sequence(config, seq, preds, recipe.use_next_sentence),
-        "step_counter": step_counter,
+        "step_counter": step_counter, "overrides": overrides or {}, "attention": recipe.model.attention,
         "learning_rate": float(tf.cast(optimizer.learning_rate, tf.float32).numpy()),
         "seeds": {"recipe": recipe.seed, "batch": BATCH_SEED, "weights": "the parameter's index (pattern.seed)"},
         "checked": check, "check_seconds": check_seconds,
@@ -196,7 +211,8 @@ def folder_size(path):
 def main(argv=None):
     args = parse_args(argv)
     manifest = export_step(args.preset, args.precision, args.batch, args.seq, args.preds, args.out,
-                           micro_batch=args.micro_batch, check=args.check)
+                           micro_batch=args.micro_batch, check=args.check,
+                           overrides=dict(setting.split("=", 1) for setting in args.overrides))
     print(f"exported {manifest['preset']} {manifest['precision']} {manifest['batch']}x{manifest['seq']} "
           f"({manifest['accumulation_steps']} micro-batch(es) of {manifest['micro_batch']}), "
           f"{len(manifest['parameters'])} parameters, {'checked' if manifest['checked'] else 'not checked'}, "

@@ -47,3 +47,19 @@ def append_row(directory, row, file_name="results.jsonl"):
         f.flush()
         os.fsync(f.fileno())
     return row
+
+
+def step_variant(manifest):
+    """The `variant` of an exported step (bench/export_xla_step.py's manifest): its attention ("einsum",
+    "cudnn_flash"), "_nodrop" for today's attention without attention dropout, and "sliceN_" first for a model cut
+    to N layers.
+
+    >>> step_variant({"attention": "cudnn_flash", "overrides": {"model.num_hidden_layers": "4"}})
+    'slice4_cudnn_flash'
+    """
+    overrides = manifest.get("overrides", {})
+    variant = manifest.get("attention", "einsum")
+    if variant == "einsum" and float(overrides.get("model.attention_probs_dropout_prob", 1)) == 0:
+        variant += "_nodrop"
+    layers = overrides.get("model.num_hidden_layers")
+    return f"slice{layers}_{variant}" if layers else variant

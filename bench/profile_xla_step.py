@@ -5,9 +5,10 @@ jaxlib and numpy (never TensorFlow), like `bench/run_xla_step.py`, whose loader 
     python bench/profile_xla_step.py xla_steps/large_128_mb256 --platform=gpu
     python bench/profile_xla_step.py /tmp/xla_tiny --platform=cpu --runs=2      # the tool exercised; figures of a CPU
 
-The program is converted to StableHLO keeping TensorFlow's op names as locations, so XLA's compiled program carries
-each op's TensorFlow name (`pretrainer/bert/layer_3/self/Softmax`) beside its HLO; each profiled kernel is put in one
-group by its HLO instruction and that name (`group_of`). On a GPU the kernels are the device's stream events; on a
+The program is converted to StableHLO keeping TensorFlow's op names as locations (`stablehlo_bytecode(...,
+keep_op_names=True)`), so XLA's compiled program carries each op's TensorFlow name
+(`pretrainer/bert/layer_3/self/Softmax`) beside its HLO; each profiled kernel is put in one group by its HLO
+instruction and that name (`group_of`). On a GPU the kernels are the device's stream events; on a
 CPU, XLA's thunks on the host's threads (their sum is CPU time across threads, not a step's wall time). One JSON
 line per profile goes to `--results` (default bench/results/profile_xla_step/): the step row's fields, the groups
 in milliseconds per step and the top kernels.
@@ -25,6 +26,7 @@ import warnings
 
 import gpu_results  # bench/ is the script's folder
 from run_xla_step import ExportedStep
+from stablehlo_program import stablehlo_bytecode
 
 GROUPS = ("encoder matmuls", "head and embedding matmuls", "attention batched matmuls", "cuDNN flash attention",
           "softmax, mask, dropout", "LayerNorm", "GELU and other element-wise", "losses",
@@ -151,24 +153,10 @@ def _stats(event):
         return dict(event.stats)
 
 
-def stablehlo_with_op_names(program):
-    """`stablehlo_program.stablehlo_bytecode` keeping the HLO's op names as locations (XLA turns them back into
-    `op_name` metadata, which `group_of` reads)."""
-    from jax._src.interpreters import mlir as jax_mlir
-    from jax._src.lib.mlir import ir
-    from jaxlib import _jax
-
-    bytecode = _jax.mlir.hlo_to_stablehlo(program)
-    with jax_mlir.make_ir_context():
-        text = ir.Module.parse(bytecode).operation.get_asm(print_generic_op_form=True, enable_debug_info=True)
-        # The GPU client refuses mhlo.copy (see stablehlo_program.py): an identity barrier of the same values.
-        text = text.replace('"mhlo.copy"(', '"stablehlo.optimization_barrier"(')
-        return jax_mlir.module_to_bytecode(ir.Module.parse(text))
-
-
-def profile(step, platform, runs, trace_dir):
-    """Compiles the step, runs it once, then `runs` steps under the profiler; returns (figures, kernels): kernels
-    are [(group, hlo_op, kernel name, op name, total ns)] over the profiled steps."""
+def profile(step, platform, runs, trace_dir, timed_runs=0):
+    """Compiles the step, runs it once, times `timed_runs` steps without the profiler (the row's speed; else the
+    profiled steps' wall time), then runs `runs` steps under the profiler; returns (figures, kernels): kernels are
+    [(group, hlo_op, kernel name, op name, total ns)] over the profiled steps."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.95")
     import jax
 
@@ -179,7 +167,8 @@ def profile(step, platform, runs, trace_dir):
     backend = get_backend("cuda" if platform == "gpu" else "cpu")
     device = backend.local_devices()[0]
     started = time.perf_counter()
-    executable = backend.compile_and_load(stablehlo_with_op_names(step.program), xla_client.DeviceList((device,)),
+    executable = backend.compile_and_load(stablehlo_bytecode(step.program, keep_op_names=True),
+                                          xla_client.DeviceList((device,)),
                                           xla_client.CompileOptions())
     compile_s = time.perf_counter() - started
     program = parse_program(executable.hlo_modules()[0].to_string())
@@ -187,6 +176,11 @@ def profile(step, platform, runs, trace_dir):
     arguments = [jax.device_put(value, device) for value in step.arguments()]
     arguments = _run(step, executable, arguments)  # the first step (autotuning, allocation) is not profiled
     jax.block_until_ready(arguments)
+    started = time.perf_counter()
+    for _ in range(timed_runs):
+        arguments = _run(step, executable, arguments)
+    jax.block_until_ready(arguments)
+    timed_s = (time.perf_counter() - started) / timed_runs if timed_runs else None
     os.makedirs(trace_dir, exist_ok=True)
     jax.profiler.start_trace(trace_dir)
     started = time.perf_counter()
@@ -203,8 +197,11 @@ def profile(step, platform, runs, trace_dir):
             continue  # a loop's or call's span holds its body's kernels, counted on their own
         totals[(group_of(instruction, kernel), hlo_op, kernel, instruction.op_name if instruction else "")] += duration
     kernels = sorted(((*key, ns) for key, ns in totals.items()), key=lambda k: -k[-1])
+    targets = collections.Counter(i.target for i in program.values() if i.target)
     figures = {"device": device.device_kind, "platform": platform, "jaxlib": jax.__version__,
-               "compile_s": round(compile_s, 2), "runs": runs, "step_s": elapsed / runs, "trace": files[-1]}
+               "custom_calls": dict(targets), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+               "compile_s": round(compile_s, 2), "runs": runs, "step_s": timed_s or elapsed / runs,
+               "profiled_step_s": elapsed / runs, "timed_runs": timed_runs, "trace": files[-1]}
     return figures, kernels
 
 
@@ -230,7 +227,11 @@ def summarize(step, figures, kernels, variant, run_id, top):
                                manifest["batch"], manifest["micro_batch"], manifest["batch"] / figures["step_s"],
                                flops_per_sequence, run_id)
     row.update(platform=figures["platform"], jaxlib=figures["jaxlib"], precision=manifest["precision"],
-               name=manifest["name"], step_ms=round(figures["step_s"] * 1e3, 3), device_ms=round(device_ms, 3),
+               name=manifest["name"], attention=manifest.get("attention", "einsum"),
+               overrides=manifest.get("overrides", {}), timed_runs=figures["timed_runs"], profiled_runs=runs,
+               xla_flags=figures["xla_flags"], custom_calls=figures["custom_calls"],
+               step_ms=round(figures["step_s"] * 1e3, 3), profiled_step_ms=round(figures["profiled_step_s"] * 1e3, 3),
+               device_ms=round(device_ms, 3),
                compile_s=figures["compile_s"], groups={g: round(groups[g], 4) for g in GROUPS if groups[g]},
                top_kernels=[{"group": g, "hlo_op": op, "kernel": kernel[:120], "op_name": name[:160],
                              "ms": round(ns / runs / 1e6, 4)} for g, op, kernel, name, ns in kernels[:top]])
@@ -239,8 +240,11 @@ def summarize(step, figures, kernels, variant, run_id, top):
              f"{manifest['seq']}, micro-batch {manifest['micro_batch']}) on {figures['device']}, jaxlib "
              f"{figures['jaxlib']}, {runs} step(s) profiled; the compiled step alone, without TensorFlow's loop and "
              f"input pipeline",
-             f"step: {row['step_ms']:.2f} ms wall, {device_ms:.2f} ms {time_kind}, {row['sequences_per_s']} "
+             f"step: {row['step_ms']:.2f} ms wall ({figures['timed_runs']} steps timed without the profiler; "
+             f"{row['profiled_step_ms']:.2f} ms under it), {device_ms:.2f} ms {time_kind}, {row['sequences_per_s']} "
              f"sequences/s, MFU {row['mfu']:.1%} of {gpu_results.DENSE_BF16_PEAK_TFLOPS} TFLOP/s",
+             f"custom calls in the compiled program: {figures['custom_calls'] or 'none'}; XLA_FLAGS="
+             f"{figures['xla_flags'] or '(unset)'}",
              f"groups ({time_kind} per step):"]
     for group in GROUPS:
         if groups[group]:
@@ -255,9 +259,12 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", help="A folder written by bench/export_xla_step.py.")
     parser.add_argument("--platform", default="cpu", choices=("cpu", "gpu"))
-    parser.add_argument("--runs", type=int, default=3, help="Steps profiled (after one unprofiled step).")
+    parser.add_argument("--runs", type=int, default=3, help="Steps profiled (after the unprofiled ones).")
+    parser.add_argument("--timed_runs", type=int, default=10,
+                        help="Steps timed without the profiler first, for the row's speed (0: the profiled steps').")
     parser.add_argument("--top", type=int, default=25, help="Kernels listed one by one.")
-    parser.add_argument("--variant", default="einsum", help="The row's `variant` (the attention or lever profiled).")
+    parser.add_argument("--variant", default=None,
+                        help="The row's `variant` (default: the step's, gpu_results.step_variant).")
     parser.add_argument("--run_id", default=None, help="The row's `run_id` (default: the start time).")
     parser.add_argument("--results", default=os.path.join(gpu_results.RESULTS, "profile_xla_step"),
                         help="The folder the result line is appended to (results.jsonl).")
@@ -269,11 +276,12 @@ def main(argv=None):
     args = parse_args(argv)
     step = ExportedStep(args.folder)
     trace_dir = args.trace_dir or tempfile.mkdtemp(prefix="profile_xla_step_")
-    figures, kernels = profile(step, args.platform, args.runs, trace_dir)
+    figures, kernels = profile(step, args.platform, args.runs, trace_dir, args.timed_runs)
     if not kernels:
         print(f"profile: no kernels found in {figures['trace']}: the profiler recorded no device events", flush=True)
         return 1
-    lines, row = summarize(step, figures, kernels, args.variant, args.run_id or gpu_results.new_run_id(), args.top)
+    variant = args.variant or gpu_results.step_variant(step.manifest)
+    lines, row = summarize(step, figures, kernels, variant, args.run_id or gpu_results.new_run_id(), args.top)
     gpu_results.append_row(args.results, row)
     print("\n".join(lines), flush=True)
     return 0

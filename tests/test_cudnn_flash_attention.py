@@ -19,7 +19,10 @@ from bert_tf.accelerators.cudnn_flash_attention import CudnnFlashAttention, chec
 from bert_tf.errors import InputError
 from bert_tf.modeling.attention import MASK_ADDER, BertSelfAttention, attention_mask_adder, sequence_lengths
 from bert_tf.modeling.attention_kernel import active_attention_kernel, fused_attention_kernel
-from helpers import REPO
+from bert_tf.training.pretraining import PretrainingRun
+from bert_tf.training.recipe import Recipe, RecipeError, load_recipe
+from helpers import REPO, tiny_model_section
+from pretraining_records import write_records, write_vocab
 
 B, T, HIDDEN, HEADS = 2, 16, 32, 2  # head size 16: a multiple of 8, as cuDNN needs
 LENGTHS = [11, 16]  # one padded row, one full row
@@ -207,3 +210,32 @@ def test_the_config_is_the_one_jax_writes_for_the_same_shapes():
     done = subprocess.run([JAX_PYTHON, "-c", JAX_CONFIG, REPO], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split("\n")[:2] == ["forward same", "backward same"], done.stdout[-3000:]
+
+
+def test_the_recipe_names_the_setting_and_its_departure_from_the_original():
+    recipe = load_recipe("bert_large_paper")
+    assert recipe.model.attention == "einsum" and "attention" not in recipe.model.to_dict()  # the default
+    with pytest.raises(RecipeError, match=r"model.attention='cudnn_flash' has no attention-probability dropout: "
+                                          r"set model.attention_probs_dropout_prob: 0.0 beside it"):
+        recipe.override({"model.attention": "cudnn_flash"})
+    with pytest.raises(RecipeError, match=r"model.attention='flash' must be one of einsum, cudnn_flash"):
+        recipe.override({"model.attention": "flash"})
+    flash = recipe.override({"model.attention": "cudnn_flash", "model.attention_probs_dropout_prob": 0.0})
+    assert flash.model.to_dict()["attention"] == "cudnn_flash"
+    assert Recipe.from_dict(flash.to_dict()).model.attention == "cudnn_flash"  # written and read back
+
+
+def test_a_run_with_cudnn_flash_on_this_cpu_stops_before_its_first_step(tmp_path):
+    recipe = Recipe.from_dict({
+        "name": "flash_on_cpu",
+        "model": tiny_model_section(max_position_embeddings=16, attention="cudnn_flash",
+                                    attention_probs_dropout_prob=0.0),
+        "vocab_file": write_vocab(tmp_path / "vocab.txt"), "train_batch_size": 4, "num_train_steps": 2,
+        "num_warmup_steps": 1, "mixed_precision": "mixed_bfloat16", "jit_compile": True, "jit_compile_scope": "step",
+        "phases": [{"name": "seq16", "num_steps": 2, "max_seq_length": 16, "max_predictions_per_seq": 4,
+                    "input_file": write_records(tmp_path / "train.tfrecord", 8, 16, 4)}]})
+    run = PretrainingRun(recipe, str(tmp_path / "run"), peak_tflops=1.0)
+    with pytest.raises(InputError, match=r"^model.attention: cudnn_flash runs on NVIDIA GPUs only and this machine "
+                                         r"has none \(CPU or TPU\): or set model.attention: einsum.$"):
+        run.prepare()
+    assert run.parts is None and not os.path.exists(tmp_path / "run" / "checkpoints")

@@ -118,3 +118,27 @@ def check_can_run(jit_compile, mixed_precision, attention_dropout, compute_capab
         if tuple(capability) < MIN_COMPUTE_CAPABILITY:
             raise InputError(f"model.attention: cudnn_flash needs a GPU of compute capability 8.0 or later (Ampere), "
                              f"{name} has {capability[0]}.{capability[1]}: {fix}.")
+
+
+def run_attention_kernel(attention, jit_compile, mixed_precision, attention_dropout, compute_capabilities=None):
+    """The kernel for a run's `model.attention` (None for "einsum", today's attention), after `check_can_run` for
+    "cudnn_flash": a run enters `fused_attention_kernel(kernel)` around its steps.
+
+    Example:
+    >>> run_attention_kernel("einsum", jit_compile=False, mixed_precision="float32", attention_dropout=0.1) is None
+    True
+    """
+    if attention != "einsum":
+        check_can_run(jit_compile, mixed_precision, attention_dropout, compute_capabilities)
+    return attention_kernel(attention)
+
+
+def attention_kernel(attention):
+    """The kernel of a `model.attention` value, unchecked (None for "einsum"): for tracing a program on a machine
+    that will not run it (bench/export_xla_step.py exports GPU steps on a CPU).
+
+    Example:
+    >>> attention_kernel("cudnn_flash").name
+    'cudnn_flash'
+    """
+    return CudnnFlashAttention() if attention == "cudnn_flash" else None

@@ -17,6 +17,9 @@ True
 
 import contextlib
 
+# The recipe's `model.attention` values: no fused kernel (the original's ops, everywhere), or cuDNN's flash attention
+# (`bert_tf.accelerators.cudnn_flash_attention`).
+ATTENTION_KERNELS = ("einsum", "cudnn_flash")
 _KERNEL = []  # the kernels of the `fused_attention_kernel` blocks entered, innermost last
 
 

@@ -18,6 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import model_dir as model_dir_lib
+from bert_tf.accelerators.cudnn_flash_attention import run_attention_kernel
 from bert_tf.accelerators.flops import training_flops_per_sequence
 from bert_tf.accelerators.peak_flops import run_peak
 from bert_tf.atomic_output import check_output_directory
@@ -27,6 +28,7 @@ from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.instances.masking import MaskingRules
+from bert_tf.modeling.attention_kernel import fused_attention_kernel
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.text.vocabulary import Vocabulary, read_vocab_file
@@ -186,6 +188,7 @@ class PretrainingRun:
         self.step = 0
         self.restored = False
         self.passes = {}  # phase index -> the log's words on how often the phase reads its records
+        self.attention_kernel = None  # model.attention's kernel, None for today's attention
 
     def run(self):
         """`prepare`, `train` and `finish`; returns the `PretrainingResult`."""
@@ -206,6 +209,8 @@ class PretrainingRun:
         ckpt_dir = checkpoint_dir(self.model_dir, layout)
         position = resume_point(self.strategy, layout, self.model_dir, recipe.restart_input_on_resize)
         config = resolve_bert_config(recipe)
+        self.attention_kernel = run_attention_kernel(recipe.model.attention, recipe.jit_compile,
+                                                     recipe.mixed_precision, config.attention_probs_dropout_prob)
         changes = []
         if position is not None:  # a config or recipe without a checkpoint is a failed start's
             model_changes = _check_model_dir_config(self.model_dir, config)
@@ -253,7 +258,7 @@ class PretrainingRun:
         """Trains every phase not finished yet, watching for SIGTERM, SIGINT and maintenance notices meanwhile;
         returns True when stopped by one of those signals (after saving)."""
         parts = self._prepared()
-        with parts.preemption, parts.maintenance:
+        with parts.preemption, parts.maintenance, fused_attention_kernel(self.attention_kernel):
             for index, (phase, end) in enumerate(zip(self.recipe.phases, self.recipe.phase_ends)):
                 if self.step < end and self._train_phase(index, phase, end):
                     return True

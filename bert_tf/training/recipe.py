@@ -23,6 +23,7 @@ from bert_tf.config import BertConfig
 from bert_tf.config_loading import load_config, shipped_names
 from bert_tf.config_schema import ConfigError, Section, field_option
 from bert_tf.inputs.input_spec import DEFAULT_PACKING_WINDOW, DEFAULT_SHUFFLE_BUFFER
+from bert_tf.modeling.attention_kernel import ATTENTION_KERNELS
 from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW
 
@@ -163,7 +164,11 @@ class _ModelChoice(_Section):
     def _rules(self):
         return (("preset", bool(self.preset) != bool(self.bert_config_file),
                  f"and bert_config_file={self.bert_config_file!r}: give exactly one of preset and "
-                 f"bert_config_file"),)
+                 f"bert_config_file"),
+                ("attention", self.attention in ATTENTION_KERNELS, f"must be one of {', '.join(ATTENTION_KERNELS)}"),
+                ("attention", self.attention != "cudnn_flash" or self.attention_probs_dropout_prob == 0.0,
+                 "has no attention-probability dropout: set model.attention_probs_dropout_prob: 0.0 beside it (a "
+                 "departure from the original BERT; docs/gpu_attention.md)"))
 
     @property
     def overrides(self):
@@ -173,7 +178,8 @@ class _ModelChoice(_Section):
 
     def to_dict(self):
         """The preset or file and the fields set, as a recipe file writes them (no nulls for the others)."""
-        return {"preset": self.preset, "bert_config_file": self.bert_config_file, **self.overrides}
+        return {"preset": self.preset, "bert_config_file": self.bert_config_file,
+                **({"attention": self.attention} if self.attention != "einsum" else {}), **self.overrides}
 
     @classmethod
     def from_dict(cls, values, where=None):
@@ -188,6 +194,8 @@ ModelSpec = dataclasses.make_dataclass(
     [("preset", Optional[str], dataclasses.field(default="base")),
      ("bert_config_file", Optional[str], field_option(None, "bert_config.json of the model (instead of the recipe's "
                                                             "preset).", group=RUN_GROUP)),
+     # The attention's kernel (modeling/attention_kernel.py): einsum, the original's ops everywhere, or cudnn_flash.
+     ("attention", str, dataclasses.field(default="einsum")),
      *((f.name, Optional[typing.get_type_hints(BertConfig)[f.name]], dataclasses.field(default=None))
        for f in dataclasses.fields(BertConfig))],
     bases=(_ModelChoice,), frozen=True)
