@@ -11,7 +11,7 @@ JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 JAX_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 
-.PHONY: setup demo lint test test-large test-tf220 jax-venv jax-cuda-venv tpu-venv clean
+.PHONY: setup demo lint test-fast test test-large test-tf220 jax-venv jax-cuda-venv tpu-venv clean
 
 setup: $(STAMP)
 
@@ -32,21 +32,28 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-# The two tiers of the suite (pytest.ini says which test goes where). Whole files go to the two workers in
-# collection order (tests/conftest.py puts the longest first). Extra pytest arguments: `make test PYTEST_ARGS=-x`.
+# The tiers of the suite (pytest.ini says which test goes where; README.md says how long each takes). Whole files go
+# to the two workers in collection order (tests/conftest.py puts the longest first). Extra pytest arguments:
+# `make test PYTEST_ARGS=-x`.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
+# The fast tier, the linter first: the units, the schema and the bad-input rows that train nothing (the tests
+# marked `fast`), while you work.
+test-fast: lint
+	$(PYTEST) -m fast tests
+
 # The default tier, after the linter: every unit test and bad-input row, one two-process run with a restart,
-# preemption and resume, and a small end-to-end demo. About 8.5 minutes on 2 cores; run it after every change.
+# preemption and resume, and a small end-to-end demo; run it after every change. A bare `pytest tests` runs it
+# too: the large tier is skipped unless asked for (`--run_large`, tests/conftest.py).
 test: lint
-	$(PYTEST) -m "not large" tests
+	$(PYTEST) tests
 
 # The large tier: the full demo and its accuracy, fine-tune acceptance, the BERT-base and BERT-large programs and
 # memory estimates, the other multi-process runs, the round trips through transformers, keras-hub and TF Hub, the
-# Beam command, and TensorFlow's step under jax's XLA (`jax-venv`). Run it before a release or a change to
-# training, conversion or distribution; CI runs it after `make test`.
+# Beam command, TensorFlow's step under jax's XLA (`jax-venv`) and under XLA:TPU (`tpu-venv`). Run it before a
+# release or a change to training, conversion or distribution; CI runs it after `make test`.
 test-large: $(STAMP) $(JAX_STAMP) $(TPU_STAMP)
-	$(PYTEST) -m large tests
+	$(PYTEST) --run_large -m large tests
 
 # TensorFlow 2.20 as a TPU VM installs it (docs/accelerators.md, "Installing"), in its own venv: tensorflow-tpu with
 # the requirements that do not pull plain `tensorflow`, tensorflow-text and bert_tf without their dependencies. No
@@ -57,7 +64,7 @@ test-large: $(STAMP) $(JAX_STAMP) $(TPU_STAMP)
 # 6.3 min on the shared 2-core machine (install 3.4, tests 2.8); `.ci/run` runs it after `make test`.
 TF220_VENV := .venv-tf220
 TF220_TESTS := tests/test_layers.py tests/test_tokenizer.py tests/test_records_checker.py tests/test_recipe.py \
-	tests/test_pretrain_cli.py::test_cli_end_to_end tests/test_preprocessing_model.py tests/test_compat.py \
+	tests/test_pretrain_run.py tests/test_preprocessing_model.py tests/test_compat.py \
 	tests/test_device_check.py
 # The TPU build cannot compile XLA for the host CPU ("could not find registered transfer manager for platform
 # Host"), so the HLO canary (and the offline program analysis it guards) needs plain TensorFlow.

@@ -9,6 +9,7 @@ from absl import logging
 
 from bert_tf.config_schema import Section
 from bert_tf.errors import InputError
+from bert_tf.file_format import with_format_version, without_format_version
 
 # Activation names are explicit because "gelu" meant different things to different codebases: the original
 # TF1 code's "gelu" is the tanh approximation, HF's "gelu" is the exact erf form.
@@ -101,7 +102,8 @@ that divides it.
 
     def to_json_dict(self):
         """The fields as a `bert_config.json` holds them: the original's names and values, so the original
-        `modeling.py` reads the file, plus `gelu_approximation` ("tanh" or "none") when the activation is a GELU.
+        `modeling.py` reads the file, plus `gelu_approximation` ("tanh" or "none") when the activation is a GELU and
+        the package's format_version (`bert_tf.file_format`).
 
         >>> BertConfig.preset("tiny").to_json_dict()["hidden_act"], BertConfig.preset("tiny").to_json_dict()[
         ...     "gelu_approximation"]
@@ -111,7 +113,7 @@ that divides it.
         if self.hidden_act in _GELU_BY_APPROXIMATION.values():
             values[GELU_APPROXIMATION] = "tanh" if self.hidden_act == "gelu_tanh" else "none"
             values["hidden_act"] = "gelu"
-        return values
+        return with_format_version(values)
 
     @classmethod
     def from_json_dict(cls, values, source="bert_config.json"):
@@ -125,7 +127,7 @@ that divides it.
         >>> BertConfig.from_json_dict({"hidden_act": "gelu"}).hidden_act  # an original release
         'gelu_tanh'
         """
-        values = dict(values)
+        values = without_format_version(values, source)
         approximation = values.pop(GELU_APPROXIMATION, None)
         act = values.get("hidden_act")
         if approximation is not None:

@@ -1,5 +1,6 @@
 """The one loader of configuration files: a recipe, a fine-tuning recipe, the platforms file, each a `Section`
-(`bert_tf.config_schema`) read from a YAML or JSON file, or by the name of one that ships in configs/. Reads go
+(`bert_tf.config_schema`) read from a YAML or JSON file (a format_version key, `bert_tf.file_format`, is read and
+set aside), or by the name of one that ships in configs/. Reads go
 through the standard library (`bert_tf.file_io`; TensorFlow's gfile only for a gs:// path), so configurations
 load without TensorFlow.
 
@@ -14,6 +15,7 @@ import os
 
 from bert_tf.config import configs_dir
 from bert_tf.config_schema import read_yaml
+from bert_tf.file_format import without_format_version
 from bert_tf.file_io import file_exists, is_directory, read_text
 
 
@@ -39,8 +41,8 @@ def load_config(cls, name_or_path, shipped=None, kind="configuration"):
         raise cls.ERROR(f"No {kind} file {name_or_path!r}: pass a YAML path{names}.")
     where = os.path.basename(path)
     text = read_text(path)
-    return cls.from_dict(_read_json(text, where, cls.ERROR) if path.endswith(".json") else read_yaml(text, where,
-                                                                                                     cls.ERROR), where)
+    values = _read_json(text, where, cls.ERROR) if path.endswith(".json") else read_yaml(text, where, cls.ERROR)
+    return cls.from_dict(without_format_version(values, where, cls.ERROR), where)
 
 
 def _read_json(text, where, error):

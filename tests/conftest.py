@@ -100,9 +100,19 @@ LONGEST_FIRST = ("test_demo.py", "test_readme_quick_start.py", "test_pretrain_cl
                  "test_device_loop.py", "test_quiet_output.py", "test_cli_evaluate.py")
 
 
-def pytest_collection_modifyitems(items):
+def pytest_addoption(parser):
+    parser.addoption("--run_large", action="store_true", default=False,
+                     help="Also run the tests marked large (quality, scale, many processes): `make test-large`.")
+
+
+def pytest_collection_modifyitems(config, items):
     def rank(item):
         name = os.path.basename(str(item.path))
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # a stable sort: the order within a file and among the others stays
+    if not config.getoption("--run_large"):  # a bare `pytest` runs the default tier
+        skip_large = pytest.mark.skip(reason="large: run with --run_large (make test-large)")
+        for item in items:
+            if "large" in item.keywords:
+                item.add_marker(skip_large)

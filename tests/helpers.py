@@ -2,11 +2,10 @@
 started and left running for a test that signals or watches it), and the step a run's latest checkpoint holds."""
 
 import collections
+import contextlib
 import os
 import subprocess
 import sys
-
-from warm_commands import IMPORT_TIME_ENV, run_warm
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,29 +35,64 @@ def tiny_model_section(**overrides):
     return {"preset": "tiny", **TINY, **overrides}
 
 
-def run_cli(module, *args, cwd=None, env=None, timeout=300, cold=False):
-    """Runs `python -m bert_tf.cli.<module> ARGS` in a child process, as a user runs the console script.
+# Commands that start worker processes or install signal handlers of their own: run in a child process always.
+PROCESS_COMMANDS = ("create_pretraining_data", "create_pretraining_data_beam")
 
-    The child is forked from a warm parent that has imported TensorFlow (`warm_commands`), unless `cold`: a fresh
-    interpreter, for a test about start-up or import-time behaviour (say why at the call). A row whose `env` sets a
-    variable read at import time (`warm_commands.IMPORT_TIME_ENV`) runs cold by itself. `env` adds to (or
-    overrides) this process's environment; `timeout` (seconds) ends the child and raises
-    `subprocess.TimeoutExpired`. Returns the `subprocess.CompletedProcess` with text stdout and stderr.
+
+def run_cli(module, *args, cwd=None, env=None, timeout=300, process=False):
+    """Runs the command `bert-<module>` with ARGS as a user runs it, to its end; returns a
+    `subprocess.CompletedProcess` with its exit code and text stdout and stderr.
+
+    In this process by default, through the frame's `run_command` (parse, compose, check, `main(config)`, the exit
+    code and the one-line error a user sees). In a child process (`python -m bert_tf.cli.<module>`, the console
+    script's frame: the device line, TensorFlow started quietly, the exit) when `process` is true (say why at the
+    call: the process's own output or exit), when `env` is given (it adds to or overrides this process's
+    environment), and for the `PROCESS_COMMANDS`. `timeout` (seconds) ends a child and raises
+    `subprocess.TimeoutExpired`.
 
     Example:
-    >>> run_cli("vocab", "--helpshort").returncode  # doctest: +SKIP
-    0
+    >>> run_cli("vocab", "--vocab_size=x").returncode  # doctest: +SKIP
+    2
     """
-    env = {**os.environ, **(env or {})}
     args = [str(arg) for arg in args]
-    if not cold and not any(env.get(name) != os.environ.get(name) for name in IMPORT_TIME_ENV):
-        return run_warm(module, args, cwd=cwd or REPO, env=env, timeout=timeout)
-    return subprocess.run(_command(module, args), cwd=cwd or REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    if process or env or module in PROCESS_COMMANDS:
+        return subprocess.run(_command(module, args), cwd=cwd or REPO, env={**os.environ, **(env or {})},
+                              capture_output=True, text=True, timeout=timeout)
+    return _run_in_process(module, args, cwd or REPO)
+
+
+def _run_in_process(module, args, cwd):
+    """`run_cli` in this process: stdout, stderr and absl's log lines (at INFO, as a console script logs) captured;
+    the working directory, the log verbosity and Keras's dtype policy left as they were."""
+    import importlib
+    import io
+
+    import keras
+    from absl import logging
+
+    from bert_tf.cli.command import run_command
+
+    command = importlib.import_module(f"bert_tf.cli.{module}").COMMAND
+    stdout, stderr = io.StringIO(), io.StringIO()
+    logging.use_absl_handler()
+    handler = logging.get_absl_handler().python_handler
+    saved = os.getcwd(), handler.stream, keras.mixed_precision.global_policy(), logging.get_verbosity()
+    os.chdir(cwd)
+    handler.stream = stderr
+    logging.set_verbosity(logging.INFO)
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = run_command(command, [command.program, *args], stderr)
+    finally:
+        os.chdir(saved[0])
+        handler.stream = saved[1]
+        keras.mixed_precision.set_global_policy(saved[2])
+        logging.set_verbosity(saved[3])
+    return subprocess.CompletedProcess([command.program, *args], code, stdout.getvalue(), stderr.getvalue())
 
 
 def start_cli(module, *args, cwd=None, env=None, output=subprocess.PIPE):
-    """Starts `python -m bert_tf.cli.<module> ARGS` as `run_cli` does, without waiting: for a test that signals
+    """Starts `python -m bert_tf.cli.<module> ARGS` in a child process, without waiting: for a test that signals
     the running command (SIGTERM, SIGKILL) or runs several at once (the workers of a cluster).
 
     Returns the `subprocess.Popen`; stdout and stderr go to `output` (text pipes by default, or

@@ -2,6 +2,9 @@
 
 import numpy as np
 import tensorflow as tf
+import yaml
+
+from helpers import tiny_model_section
 
 VOCAB_SIZE = 64
 FIRST_WORD_ID = 5  # 0-4: [PAD] [UNK] [CLS] [SEP] [MASK]
@@ -77,3 +80,24 @@ def feature_batches(num_batches, batch_size, seq, pred, seed=0, full_predictions
                         "masked_lm_weights": batch["masked_lm_weights"],
                         "next_sentence_labels": batch["next_sentence_labels"].astype(np.int32)})
     return batches
+
+
+def write_two_phase_recipe(data, name, steps, save_every, dropout):
+    """A recipe of the tiny model with two phases (16 then 32 tokens), as the paper's has (128 then 512), written to
+    `data["root"]/<name>.yaml`; `steps` are the phases' steps."""
+    recipe = {
+        "name": name,
+        "model": tiny_model_section(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout),
+        "train_batch_size": 8, "num_train_steps": sum(steps), "num_warmup_steps": 10, "learning_rate": 3e-3,
+        "save_checkpoints_steps": save_every, "iterations_per_loop": 10,
+        "phases": [{"name": "seq16", "num_steps": steps[0], "max_seq_length": 16, "max_predictions_per_seq": 4},
+                   {"name": "seq32", "num_steps": steps[1], "max_seq_length": 32, "max_predictions_per_seq": 6}]}
+    path = data["root"] / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+def pretrain_flags(data, recipe, model_dir, *extra):
+    """The `bert-pretrain` flags of a run of `recipe` on the two phases' records (`data["seq16"]`, `["seq32"]`)."""
+    return [f"--config={recipe}", f"--model_dir={model_dir}", f"--input_file={data['seq16']}",
+            f"--input_file={data['seq32']}", f"--vocab_file={data['vocab']}", "--peak_tflops=1", *extra]

@@ -55,6 +55,9 @@ ROWS = {
             ["{out}/fifo is a FIFO"]),
     ],
     "create_pretraining_data": [
+        Row("mistyped --set field", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
+                                     "--vocab_file={vocab}", "--set=max_seq_lenght=64"], 2,
+            ["unknown field(s) ['max_seq_lenght']", "Did you mean 'instances.max_seq_length'?"]),
         Row("vocab file missing", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
                                    "--vocab_file={out}/missing.txt"], 2, ["{out}/missing.txt"]),
         Row("output is the corpus", ["--input_file={corpus}", "--output_file={corpus}", "--vocab_file={vocab}"], 2,

@@ -1,5 +1,5 @@
-"""The commands as installed: every console script runs its module's `run` through the frame, and flags shared by
-commands are defined once (bert_tf/cli/flag_groups.py): the Beam command takes the flags of
+"""The commands as installed: every console script runs its module's `run` through the frame, and the sections
+commands share have one definition (the corpus and the instance options): the Beam command takes the flags of
 bert-create-pretraining-data and hands the ones it does not know to Beam."""
 
 import glob

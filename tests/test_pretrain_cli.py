@@ -2,7 +2,6 @@
 with the same weights as an uninterrupted run."""
 
 import dataclasses
-import glob
 import json
 import os
 import signal
@@ -12,21 +11,17 @@ import time
 
 import numpy as np
 import pytest
-import tensorflow as tf
 import yaml
 
 from bert_tf.cli import pretrain
 from bert_tf.cli.command import command_flag_values, compose, parse_command_line
-from bert_tf.inputs.input_spec import InputSpec
-from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.controller import Controller
-from bert_tf.training.evaluation import evaluate
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import load_recipe
-from bert_tf.training.training_log import read_eval_results, read_history
+from bert_tf.training.training_log import read_history
 from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
-from pretraining_records import write_records, write_vocab
+from pretraining_records import pretrain_flags, write_records, write_two_phase_recipe, write_vocab
 
 
 @pytest.fixture(scope="module")
@@ -39,129 +34,13 @@ def data(tmp_path_factory):
             "general16": write_records(root / "general16.tfrecord", 128, 16, 4, seed=3)}
 
 
-def write_recipe(data, name, steps, save_every, dropout):
-    """Two phases (16 then 32 tokens), as the paper's recipe has (128 then 512)."""
-    recipe = {
-        "name": name,
-        "model": tiny_model_section(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout),
-        "train_batch_size": 8, "num_train_steps": sum(steps), "num_warmup_steps": 10, "learning_rate": 3e-3,
-        "save_checkpoints_steps": save_every, "iterations_per_loop": 10,
-        "phases": [{"name": "seq16", "num_steps": steps[0], "max_seq_length": 16, "max_predictions_per_seq": 4},
-                   {"name": "seq32", "num_steps": steps[1], "max_seq_length": 32, "max_predictions_per_seq": 6}]}
-    path = data["root"] / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(recipe))
-    return str(path)
-
-
-def flags(data, recipe, model_dir, *extra):
-    """The `bert-pretrain` flags of a run of `recipe` on the two phases' records."""
-    return [f"--config={recipe}", f"--model_dir={model_dir}", f"--input_file={data['seq16']}",
-            f"--input_file={data['seq32']}", f"--vocab_file={data['vocab']}", "--peak_tflops=1", *extra]
-
-
 def weights(model_dir):
     return {v.path: v.numpy() for v in load_pretrainer(model_dir).trainable_variables}
 
 
-def tensorboard_scalars(log_dir):
-    """{tag: {step: value}} of the TensorBoard scalars in a log directory, and the plugin names they declare."""
-    scalars, plugins = {}, set()
-    for path in glob.glob(os.path.join(log_dir, "*tfevents*")):
-        for event in tf.compat.v1.train.summary_iterator(path):
-            for value in event.summary.value:
-                scalars.setdefault(value.tag, {})[event.step] = float(tf.make_ndarray(value.tensor))
-                if value.metadata.plugin_data.plugin_name:
-                    plugins.add(value.metadata.plugin_data.plugin_name)
-    return scalars, plugins
-
-
-def recipe_lr(step, peak, warmup, total):
-    """The original schedule: lr * step / warmup during warmup, then linear decay to 0 counted from step 0."""
-    return peak * step / warmup if step < warmup else peak * (1 - min(step, total) / total)
-
-
-def test_cli_end_to_end(data, tmp_path):
-    recipe = write_recipe(data, "cli_e2e", (40, 20), save_every=20, dropout=0.1)
-    model_dir = str(tmp_path / "run")
-    done = run_cli("pretrain", *flags(data, recipe, model_dir, f"--eval_input_file={data['eval']}",
-                                      "--learning_rate=5e-3"))
-    assert done.returncode == 0, done.stderr[-3000:]
-    log = done.stderr
-    assert "Phase seq16: steps 0-40, seq 16, 4 predictions" in log and "Phase seq32: steps 40-60" in log
-    assert "step 60/60 [seq32] loss " in log and "seq/s" in log and "MFU" in log
-    assert "***** Eval results (step 60) *****" in log
-    files = set(os.listdir(model_dir))
-    assert {"bert_config.json", "vocab.txt", "recipe.yaml", "checkpoint", "ckpt-60.index", "train_metrics.jsonl",
-            "eval_results.txt", "training_curves.png", "training_summary.txt", "train", "eval"} <= files
-    assert [f for f in os.listdir(os.path.join(model_dir, "train")) if "tfevents" in f]
-    # TensorBoard (read back from the event files): every curve the issue asks for, one point per loop.
-    train, plugins = tensorboard_scalars(os.path.join(model_dir, "train"))
-    assert set(train) == {"loss", "masked_lm_loss", "next_sentence_loss", "masked_lm_accuracy",
-                          "next_sentence_accuracy", "learning_rate", "grad_norm", "sequences_per_second",
-                          "steps_per_second", "model_tflops_per_second", "mfu"}
-    assert plugins == {"scalars"}  # so TensorBoard draws them as scalar curves
-    for tag, points in train.items():
-        assert sorted(points) == list(range(10, 61, 10)), tag
-    # A loop's learning rate is the mean of the rates its 10 steps used (step s updates with lr(s)): the warmup
-    # from 0 to 5e-3 over 10 steps, then the decay to 0 at step 60, counted from step 0.
-    for end, value in train["learning_rate"].items():
-        expected = np.mean([recipe_lr(s, 5e-3, 10, 60) for s in range(end - 10, end)])
-        np.testing.assert_allclose(value, expected, rtol=1e-5, err_msg=f"learning_rate at step {end}")
-    np.testing.assert_allclose(train["learning_rate"][10], 2.25e-3, rtol=1e-5)  # mean of 0, 0.5e-3, ..., 4.5e-3
-    for end in train["loss"]:
-        # The total loss is the sum of its two terms; with --peak_tflops=1 the MFU is the TFLOP/s; 8 sequences
-        # per step.
-        np.testing.assert_allclose(train["loss"][end], train["masked_lm_loss"][end]
-                                   + train["next_sentence_loss"][end], rtol=1e-5)
-        np.testing.assert_allclose(train["mfu"][end], train["model_tflops_per_second"][end], rtol=1e-6)
-        np.testing.assert_allclose(train["sequences_per_second"][end], 8 * train["steps_per_second"][end],
-                                   rtol=1e-6)
-        assert 0 <= train["masked_lm_accuracy"][end] <= 1 and 0 <= train["next_sentence_accuracy"][end] <= 1
-        assert train["grad_norm"][end] > 0
-    with open(os.path.join(model_dir, "recipe.yaml")) as f:
-        assert yaml.safe_load(f)["learning_rate"] == 5e-3  # the flag overrode the recipe's 3e-3
-    with open(os.path.join(model_dir, "training_curves.png"), "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
-    history = read_history(os.path.join(model_dir, "train_metrics.jsonl"))
-    assert [r["step"] for r in history] == list(range(10, 61, 10))
-    for row in history:  # the curves in TensorBoard are the history's numbers (stored as float32)
-        for tag in train:
-            np.testing.assert_allclose(train[tag][row["step"]], row[tag], rtol=1e-6, err_msg=tag)
-    assert [r["phase"] for r in history] == ["seq16"] * 4 + ["seq32"] * 2
-    assert history[-1]["masked_lm_loss"] < history[0]["masked_lm_loss"] - 0.3  # it learns
-    assert {"sequences_per_second", "model_tflops_per_second", "mfu", "grad_norm", "learning_rate"} <= set(history[0])
-    results = read_eval_results(model_dir)
-    assert set(results) == {"masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy", "next_sentence_loss",
-                            "loss", "eval_batches", "global_step"} and results["global_step"] == 60
-    evals, _ = tensorboard_scalars(os.path.join(model_dir, "eval"))
-    assert set(evals) == set(results) - {"global_step"}
-    for tag, points in evals.items():  # one eval point at the last step, the numbers eval_results.txt holds
-        assert list(points) == [60], tag
-        np.testing.assert_allclose(points[60], results[tag], rtol=1e-6, err_msg=tag)
-    assert evals["eval_batches"][60] == 8  # 64 held-out records in batches of 8
-    with open(os.path.join(model_dir, "training_summary.txt")) as f:
-        summary = f.read()
-    assert "steps: 60 of 60" in summary and "eval: " in summary and "speed (median loop)" in summary
-    # The directory is a model directory: load_pretrainer reads the trained weights (its eval gives the numbers the
-    # run reported) and the config travels along.
-    model = load_pretrainer(model_dir)
-    assert model.config.hidden_size == 16 and model.config.vocab_size == 64
-    again = evaluate(model, pretraining_dataset(InputSpec(data["eval"], 32, 6, 8, is_training=False)), max_steps=100)
-    for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_loss"):
-        np.testing.assert_allclose(again[name], results[name], rtol=1e-5, err_msg=name)
-
-    # Running the finished run again resumes at step 60: nothing left to train; the eval of the trained model again.
-    again = run_cli("pretrain", *flags(data, recipe, model_dir, f"--eval_input_file={data['eval']}",
-                                       "--learning_rate=5e-3"))
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "nothing left to train" in again.stderr and "steps: 60 of 60" in again.stderr
-    assert "step 10/60" not in again.stderr
-    assert read_eval_results(model_dir) == results
-
-
 def test_cli_errors_name_the_cause(data, tmp_path):
-    recipe = write_recipe(data, "cli_errors", (40, 20), save_every=20, dropout=0.1)
-    done = run_cli("pretrain", *flags(data, recipe, str(tmp_path / "x"), "--max_seq_length=16"), timeout=120)
+    recipe = write_two_phase_recipe(data, "cli_errors", (40, 20), save_every=20, dropout=0.1)
+    done = run_cli("pretrain", *pretrain_flags(data, recipe, str(tmp_path / "x"), "--max_seq_length=16"), timeout=120)
     assert done.returncode == 2
     assert ("--max_seq_length was given 1 time(s) but recipe 'cli_errors' has 2 phases (seq16, seq32): give it once "
             "per phase, in order.") in done.stderr
@@ -179,7 +58,7 @@ def composed_recipe(argv):
 
 
 def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
-    recipe = write_recipe(data, "cli_flags", (40, 20), save_every=20, dropout=0.1)
+    recipe = write_two_phase_recipe(data, "cli_flags", (40, 20), save_every=20, dropout=0.1)
     # Every override flag at a value unlike both the recipe's and the flag's default.
     overrides = {"input_file": ["p1-*.tfrecord", "p2-*.tfrecord"], "bert_config_file": "/cfg/bert_config.json",
                  "init_checkpoint": "/released/uncased_L-2_H-16", "vocab_file": "/released/vocab.txt",
@@ -245,7 +124,8 @@ def run_until_checkpoint(args, model_dir, step, sig):
 
 def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
     steps = (300, 200)
-    recipe = write_recipe(data, "cli_resume", steps, save_every=100, dropout=0.1)  # dropout on: its RNG resumes too
+    # Dropout on: its RNG resumes too.
+    recipe = write_two_phase_recipe(data, "cli_resume", steps, save_every=100, dropout=0.1)
     overrides = {"phases.input_file": [data["seq16"], data["seq32"]], "vocab_file": data["vocab"]}
     reference = str(tmp_path / "uninterrupted")
     run_pretraining(load_recipe(recipe).override(overrides), reference, peak_tflops=1.0)
@@ -255,8 +135,8 @@ def test_sigkill_resumes_to_the_same_weights(data, tmp_path):
     # in phase 2 with the iterator where it was. Its checkpoints are written asynchronously: each holds the state
     # of the step it is named after, although training went on while it was written.
     killed = str(tmp_path / "sigkill")
-    process, stderr = run_until_checkpoint(flags(data, recipe, killed, "--set=async_checkpoints=true"), killed, 300,
-                                           signal.SIGKILL)
+    process, stderr = run_until_checkpoint(pretrain_flags(data, recipe, killed, "--set=async_checkpoints=true"),
+                                           killed, 300, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
     assert "Writing checkpoint" in stderr and "skipped" not in stderr  # TensorFlow skips what it cannot copy
     killed_step = latest_step(killed)

@@ -45,7 +45,9 @@ def exported(tmp_path_factory, uncased_vocab):
     config = tiny_config(vocab_size=30522, max_position_embeddings=MAX_POSITIONS)
     pretrainer = BertPretrainer(config)
     write_model_dir(str(root / "model"), pretrainer, uncased_vocab)
-    process = run_cli("export", f"--model_dir={root / 'model'}", f"--output_dir={root / 'out'}", "--max_seq_length=16")
+    # In a process of its own: test_bert_export_prints_no_tensorflow_info_lines reads what the console script prints.
+    process = run_cli("export", f"--model_dir={root / 'model'}", f"--output_dir={root / 'out'}", "--max_seq_length=16",
+                      process=True)
     assert process.returncode == 0, process.stderr[-3000:]
     paths = dict(line.split(": ", 1) for line in process.stdout.splitlines())
     task_models = {CLASSIFIER: BertClassifier(pretrainer.encoder, num_classes=len(LABELS)),

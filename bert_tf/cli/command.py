@@ -40,6 +40,8 @@ from bert_tf.cli.exit_codes import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, Us
 from bert_tf.config_loading import load_config
 from bert_tf.config_schema import Section, parse_assignments
 
+# absl's --verbosity takes integers; the contract's --verbosity=debug means 1.
+_VERBOSITY_NAMES = {"debug": "1", "info": "0", "warning": "-1", "error": "-2", "fatal": "-3"}
 # The frame's own flags, defined for every command beside those generated from its configuration.
 CONFIG_FLAG, SET_FLAG, PLATFORM_FLAG = "config", "set", "platform"
 
@@ -157,7 +159,7 @@ def parse_command_line(command, argv, unknown=None):
     argument a `UsageError`. A command that passes unknown flags on gets them appended to the list `unknown`.
     """
     flag_values = command_flag_values(command)
-    rest = flag_values(list(argv), known_only=True)
+    rest = flag_values(_with_verbosity_numbers(argv), known_only=True)
     rest = flags.FLAGS(rest, known_only=bool(command.pass_on_unknown_flags_to))
     check_no_extra_arguments(command, rest)
     if unknown is not None:
@@ -273,3 +275,15 @@ def flag_error_message(error):
     if required:
         return f"--{required.group(1)} is required: pass --{required.group(1)}=... (--helpshort lists the flags)."
     return f"{error} (--helpshort lists the flags)."
+
+
+def _with_verbosity_numbers(argv):
+    """`argv` with `--verbosity=debug` (and the other level names) as the numbers absl takes."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        for prefix in ("--verbosity=", "-v="):
+            if arg.startswith(prefix) and arg[len(prefix):].lower() in _VERBOSITY_NAMES:
+                out[i] = prefix + _VERBOSITY_NAMES[arg[len(prefix):].lower()]
+        if arg in ("--verbosity", "-v") and i + 1 < len(out) and out[i + 1].lower() in _VERBOSITY_NAMES:
+            out[i + 1] = _VERBOSITY_NAMES[out[i + 1].lower()]
+    return out

@@ -19,8 +19,6 @@ FLAGS = flags.FLAGS
 _HELP_FLAGS = ("--help", "-help", "-h", "-?", "--helpshort", "-helpshort", "--helpfull", "-helpfull")
 _FULL_HELP_FLAGS = ("--helpfull", "-helpfull")
 _HELP_WIDTH = 100
-# absl's --verbosity takes integers; the contract's --verbosity=debug means 1.
-_VERBOSITY_NAMES = {"debug": "1", "info": "0", "warning": "-1", "error": "-2", "fatal": "-3"}
 _FRAME_GROUP = "the configuration (file, then platform, then flags, then --set)"
 
 
@@ -31,7 +29,6 @@ def parse_flags(command, argv):
 
     Extra positional arguments are refused: they are usually an unquoted glob the shell expanded.
     """
-    argv = _with_verbosity_numbers(argv)
     help_flag = _help_flag(argv)
     if help_flag:
         print(command_help(command, full=help_flag in _FULL_HELP_FLAGS), end="")
@@ -97,14 +94,3 @@ def _flag_line(flag):
         default = str(flag.default).lower() if isinstance(flag.default, bool) else flag.default
         text += f" (default: {default})"
     return textwrap.fill(text, width=_HELP_WIDTH, initial_indent="  ", subsequent_indent="      ")
-
-
-def _with_verbosity_numbers(argv):
-    out = list(argv)
-    for i, arg in enumerate(out):
-        for prefix in ("--verbosity=", "-v="):
-            if arg.startswith(prefix) and arg[len(prefix):].lower() in _VERBOSITY_NAMES:
-                out[i] = prefix + _VERBOSITY_NAMES[arg[len(prefix):].lower()]
-        if arg in ("--verbosity", "-v") and i + 1 < len(out) and out[i + 1].lower() in _VERBOSITY_NAMES:
-            out[i + 1] = _VERBOSITY_NAMES[out[i + 1].lower()]
-    return out

@@ -98,7 +98,7 @@ def run_pretraining(recipe, model_dir, strategy=None, peak_tflops=None, accept_r
     the last good one.
 
     Args:
-        recipe: a `Recipe` (see `load_recipe` and `Recipe.override`) whose phases all have input files.
+        recipe: a `Recipe` (see `load_recipe` and `Section.override`) whose phases all have input files.
         model_dir: where checkpoints, `bert_config.json`, `vocab.txt`, TensorBoard logs and reports go.
         strategy: a `tf.distribute.Strategy` (see `create_strategy`); the default strategy when None.
         peak_tflops: the hardware's peak TFLOP/s over all workers, for the MFU; when None, the accelerator's

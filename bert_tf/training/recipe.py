@@ -1,6 +1,6 @@
 """A pre-training recipe as data: the frozen dataclasses below are sections of the config schema
 (`bert_tf.config_schema`), so every section checks its own fields when it is built (types from the annotations,
-ranges in its `_rules`), errors name the field, the value and the fix, and `Recipe.override` (the schema's one
+ranges in its `_rules`), errors name the field, the value and the fix, and `Section.override` (the schema's one
 override) sets any field by path: `{"optimizer.beta_1": 0.95, "phases.input_file": [...],
 "phases.0.mixed_inputs": "[{input_file: general-*.tfrecord, share: 0.05}]"}`. A field with a `help` is also a
 `bert-pretrain` flag (`bert_tf.cli.config_flags`); `load_recipe` reads a file or a shipped recipe by name

@@ -23,7 +23,9 @@ from absl import logging
 
 from bert_tf.atomic_output import write_text_atomically
 from bert_tf.errors import InputError
+from bert_tf.file_format import with_format_version, without_format_version
 from bert_tf.optimizers.schedule import WarmupPolynomialDecay
+from bert_tf.training.recipe import Recipe
 
 RECIPE_FILE = "recipe.yaml"
 ACCEPT_FLAG = "--accept_recipe_change"
@@ -48,12 +50,18 @@ def recorded_recipes(model_dir):
 
 
 def latest_recipe(model_dir):
-    """The newest recorded recipe of `model_dir` as a dict (the YAML's), or None when it has none."""
+    """The newest recorded recipe of `model_dir` as a dict, or None when it has none: the YAML's, with the fields
+    added to recipes since it was written at their defaults (a new field is not a recipe change), and without its
+    format version."""
     files = recorded_recipes(model_dir)
     if not files:
         return None
     with tf.io.gfile.GFile(files[-1], "r") as f:
-        return yaml.safe_load(f.read())
+        saved = without_format_version(yaml.safe_load(f.read()), files[-1])
+    try:
+        return as_plain_dict(Recipe.from_dict(saved, files[-1]))
+    except InputError:  # a recipe this version no longer reads: compared as it is
+        return saved
 
 
 def as_plain_dict(recipe):
@@ -123,7 +131,7 @@ def record_recipe(model_dir, recipe, step=None, changes=()):
     """Writes the run's recipe: `recipe.yaml` for a fresh run (a failed start's is replaced), and for a run
     resumed at `step` whose recipe differs from the latest recorded one, the next `recipe-N.yaml`; never rewrites a
     recorded recipe. Returns the path written, or None."""
-    text = yaml.safe_dump(recipe.to_dict(), sort_keys=False)
+    text = yaml.safe_dump(with_format_version(recipe.to_dict()), sort_keys=False)
     files = recorded_recipes(model_dir)
     if step is None or not files:
         path = os.path.join(model_dir, RECIPE_FILE)
