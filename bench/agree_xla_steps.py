@@ -51,8 +51,9 @@ def compare_outputs(step, before, reference, candidate):
     return sorted(errors, key=lambda e: -e[1])
 
 
-def run(reference, candidate, platform, runs, perturb=False):
-    """(figures of each step, errors): compiles both, runs each once from the same arguments, compares, times."""
+def run(reference, candidate, platform, runs, perturb=False, warmup_runs=1):
+    """(figures of each step, errors): compiles both, runs each once from the same arguments and compares the
+    outputs, then runs `warmup_runs` - 1 more steps of each and times `runs`."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.95")
     import jax
 
@@ -76,6 +77,9 @@ def run(reference, candidate, platform, runs, perturb=False):
         result = executable.execute(values)
         outputs.append([np.asarray(x) for x in result])
         values = _next(step, values, result)
+        for _ in range(warmup_runs - 1):
+            values = _next(step, values, executable.execute(values))
+        jax.block_until_ready(values)
         started = time.perf_counter()
         for _ in range(runs):
             values = _next(step, values, executable.execute(values))
@@ -97,6 +101,8 @@ def parse_args(argv=None):
     parser.add_argument("reference", help="A step folder (bench/export_xla_step.py): today's computation.")
     parser.add_argument("candidate", help="A step folder of the same model computed another way.")
     parser.add_argument("--platform", default="cpu", choices=("cpu", "gpu"))
+    parser.add_argument("--warmup_runs", type=int, default=1, help="Untimed steps of each first (the compared one "
+                                                                    "among them).")
     parser.add_argument("--runs", type=int, default=10, help="Steps timed for each.")
     parser.add_argument("--perturb", action="store_true",
                         help="Move one weight of the candidate's arguments, so the check must fail (the negative "
@@ -109,7 +115,7 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     reference, candidate = ExportedStep(args.reference), ExportedStep(args.candidate)
-    figures, errors = run(reference, candidate, args.platform, args.runs, args.perturb)
+    figures, errors = run(reference, candidate, args.platform, args.runs, args.perturb, max(args.warmup_runs, 1))
     name, worst = errors[0]
     agreement = "ok" if worst <= TOLERANCE else (
         f"FAILED ({name} differs by {worst:.3g} of its update, over the {TOLERANCE:g} allowed)")
@@ -120,7 +126,8 @@ def main(argv=None):
             "bert_tf", gpu_results.step_variant(manifest), step_figures["device"], manifest["preset"],
             manifest["seq"], manifest["batch"], manifest["micro_batch"], manifest["batch"] / step_figures["step_s"],
             manifest["model_flops_per_step"] / manifest["batch"], run_id)
-        row.update(name=manifest["name"], compile_s=step_figures["compile_s"], timed_runs=args.runs,
+        row.update(name=manifest["name"], compile_s=step_figures["compile_s"],
+                   warmup_steps=max(args.warmup_runs, 1), timed_steps=args.runs,
                    step_ms=round(step_figures["step_s"] * 1e3, 3), agreement=agreement, worst_error=worst,
                    worst_output=name, reference=reference.manifest["name"], platform=args.platform)
         gpu_results.append_row(os.path.join(args.results, "agree_xla_steps"), row)

@@ -52,9 +52,9 @@ class Scale:
     slice_layers: int
     platform: str  # the exported steps' (jax)
     torch_device: str
-    hf_steps: tuple  # (warmup, timed)
+    steps: tuple  # (warmup, timed): the same for our step and Hugging Face's
     matmul_size: int
-    profile_runs: tuple  # (timed without the profiler, profiled)
+    profiled_runs: int
     deadline_s: float
 
 
@@ -62,10 +62,10 @@ SCALES = {
     "paper": Scale(
         shapes=tuple((preset, seq, PREDICTIONS[seq], GLOBAL_BATCH, H100_MICRO_BATCH[(preset, seq)])
                      for preset, seq in (("large", 128), ("large", 512), ("base", 128), ("base", 512))),
-        slice_preset="large", slice_layers=4, platform="gpu", torch_device="cuda", hf_steps=(3, 10),
-        matmul_size=8192, profile_runs=(10, 3), deadline_s=480.0),
+        slice_preset="large", slice_layers=4, platform="gpu", torch_device="cuda", steps=(3, 10),
+        matmul_size=8192, profiled_runs=3, deadline_s=480.0),
     "tiny": Scale(shapes=(("tiny", 16, 4, 8, 4),), slice_preset="tiny", slice_layers=1, platform="cpu",
-                  torch_device="cpu", hf_steps=(1, 1), matmul_size=256, profile_runs=(1, 1), deadline_s=600.0),
+                  torch_device="cpu", steps=(1, 1), matmul_size=256, profiled_runs=1, deadline_s=600.0),
 }
 
 
@@ -127,13 +127,14 @@ def tasks(scale, steps_dir, out, run_id):
         return os.path.join(steps_dir, name)
 
     def profile(name, variant=None):
-        timed, profiled = scale.profile_runs
-        return ("profile_xla_step.py", step(name), f"--platform={scale.platform}", f"--runs={profiled}",
-                f"--timed_runs={timed}", f"--results={os.path.join(out, 'profile_xla_step')}",
-                f"--run_id={run_id}") + ((f"--variant={variant}",) if variant else ())
+        warmup, timed = scale.steps
+        return ("profile_xla_step.py", step(name), f"--platform={scale.platform}", f"--runs={scale.profiled_runs}",
+                f"--warmup_runs={warmup}", f"--timed_runs={timed}",
+                f"--results={os.path.join(out, 'profile_xla_step')}", f"--run_id={run_id}") + (
+                    (f"--variant={variant}",) if variant else ())
 
     def hf(preset, seq, preds, batch, micro, compiled=False):
-        warmup, timed = scale.hf_steps
+        warmup, timed = scale.steps
         return ("bench_hf_bert.py", f"--preset={preset}", f"--seq={seq}", f"--preds={preds}", f"--batch={batch}",
                 f"--micro_batch={micro}", f"--device={scale.torch_device}", f"--warmup={warmup}",
                 f"--steps={timed}", f"--results={os.path.join(out, 'bench_hf_bert')}",
@@ -154,6 +155,7 @@ def tasks(scale, steps_dir, out, run_id):
         name = f"slice{scale.slice_layers}_{seq}"
         plan.append(Task(f"agree_{name}", 2, ("agree_xla_steps.py", step(f"{name}_einsum_nodrop"),
                                               step(f"{name}_cudnn_flash"), f"--platform={scale.platform}",
+                                              f"--warmup_runs={scale.steps[0]}", f"--runs={scale.steps[1]}",
                                               f"--results={out}", f"--run_id={run_id}"), 240, 60 if big else 10))
         plan.append(Task(f"profile_{name}_einsum", 2, profile(f"{name}_einsum"), 200, 60 if big else 10))
         plan.append(Task(f"profile_{name}_cudnn_flash", 2, profile(f"{name}_cudnn_flash"), 200, 60 if big else 10,

@@ -153,10 +153,10 @@ def _stats(event):
         return dict(event.stats)
 
 
-def profile(step, platform, runs, trace_dir, timed_runs=0):
-    """Compiles the step, runs it once, times `timed_runs` steps without the profiler (the row's speed; else the
-    profiled steps' wall time), then runs `runs` steps under the profiler; returns (figures, kernels): kernels are
-    [(group, hlo_op, kernel name, op name, total ns)] over the profiled steps."""
+def profile(step, platform, runs, trace_dir, timed_runs=0, warmup_runs=1):
+    """Compiles the step, runs `warmup_runs` steps, times `timed_runs` steps without the profiler (the row's speed;
+    else the profiled steps' wall time), then runs `runs` steps under the profiler; returns (figures, kernels):
+    kernels are [(group, hlo_op, kernel name, op name, total ns)] over the profiled steps."""
     os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.95")
     import jax
 
@@ -174,7 +174,8 @@ def profile(step, platform, runs, trace_dir, timed_runs=0):
     program = parse_program(executable.hlo_modules()[0].to_string())
 
     arguments = [jax.device_put(value, device) for value in step.arguments()]
-    arguments = _run(step, executable, arguments)  # the first step (autotuning, allocation) is not profiled
+    for _ in range(max(warmup_runs, 1)):  # the first step autotunes and allocates: never timed
+        arguments = _run(step, executable, arguments)
     jax.block_until_ready(arguments)
     started = time.perf_counter()
     for _ in range(timed_runs):
@@ -201,7 +202,8 @@ def profile(step, platform, runs, trace_dir, timed_runs=0):
     figures = {"device": device.device_kind, "platform": platform, "jaxlib": jax.__version__,
                "custom_calls": dict(targets), "xla_flags": os.environ.get("XLA_FLAGS", ""),
                "compile_s": round(compile_s, 2), "runs": runs, "step_s": timed_s or elapsed / runs,
-               "profiled_step_s": elapsed / runs, "timed_runs": timed_runs, "trace": files[-1]}
+               "profiled_step_s": elapsed / runs, "timed_runs": timed_runs, "warmup_runs": max(warmup_runs, 1),
+               "trace": files[-1]}
     return figures, kernels
 
 
@@ -228,7 +230,8 @@ def summarize(step, figures, kernels, variant, run_id, top):
                                flops_per_sequence, run_id)
     row.update(platform=figures["platform"], jaxlib=figures["jaxlib"], precision=manifest["precision"],
                name=manifest["name"], attention=manifest.get("attention", "einsum"),
-               overrides=manifest.get("overrides", {}), timed_runs=figures["timed_runs"], profiled_runs=runs,
+               overrides=manifest.get("overrides", {}), warmup_steps=figures["warmup_runs"],
+               timed_steps=figures["timed_runs"], profiled_steps=runs,
                xla_flags=figures["xla_flags"], custom_calls=figures["custom_calls"],
                step_ms=round(figures["step_s"] * 1e3, 3), profiled_step_ms=round(figures["profiled_step_s"] * 1e3, 3),
                device_ms=round(device_ms, 3),
@@ -260,6 +263,7 @@ def parse_args(argv=None):
     parser.add_argument("folder", help="A folder written by bench/export_xla_step.py.")
     parser.add_argument("--platform", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--runs", type=int, default=3, help="Steps profiled (after the unprofiled ones).")
+    parser.add_argument("--warmup_runs", type=int, default=1, help="Untimed steps first (at least one).")
     parser.add_argument("--timed_runs", type=int, default=10,
                         help="Steps timed without the profiler first, for the row's speed (0: the profiled steps').")
     parser.add_argument("--top", type=int, default=25, help="Kernels listed one by one.")
@@ -276,7 +280,7 @@ def main(argv=None):
     args = parse_args(argv)
     step = ExportedStep(args.folder)
     trace_dir = args.trace_dir or tempfile.mkdtemp(prefix="profile_xla_step_")
-    figures, kernels = profile(step, args.platform, args.runs, trace_dir, args.timed_runs)
+    figures, kernels = profile(step, args.platform, args.runs, trace_dir, args.timed_runs, args.warmup_runs)
     if not kernels:
         print(f"profile: no kernels found in {figures['trace']}: the profiler recorded no device events", flush=True)
         return 1
