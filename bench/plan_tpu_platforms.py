@@ -41,7 +41,8 @@ def plan(lines, margin, shallow_from=None):
             for seq in LENGTHS:
                 step = [line for line in own if line["preset"] == preset and line["seq"] == seq]
                 figures = whole_model_figures(step, layers)
-                if len([m for m, v in figures.items() if v["extrapolated"]]) < 2 and shallow_from:
+                if (len([m for m, v in figures.items() if v["extrapolated"]]) < 2 and shallow_from
+                        and shallow_from != device):
                     borrowed = [line for line in lines if line["device"] == shallow_from and line["preset"] == preset
                                 and line["seq"] == seq and line.get("layers") != layers]
                     figures = {**whole_model_figures(borrowed, layers), **figures}
@@ -66,14 +67,60 @@ def figures_yaml(values):
     return "{" + text + (", extrapolated: true" if values["extrapolated"] else "") + "}"
 
 
+def compiled_table(lines):
+    """docs/measurements.md's table of the compiles themselves, one row a line, in the file's order."""
+    rows = ["| chip | step (mixed_bfloat16, 256 sequences) | blocks | micro-batch | arguments | temporaries | peak "
+            "(of HBM) | recomputed | compile |", "|---|---|---|---|---|---|---|---|---|"]
+    for line in lines:
+        step = f"{line['preset']}, {line['seq']} tokens" + (f", HBM x{line['memory_scale']}"
+                                                            if line["memory_scale"] != 1 else "")
+        if "peak_bytes" not in line:
+            rows.append(f"| {line['device']} | {step} | {line['layers']} | {line['micro_batch']} | refused: "
+                        f"{line['error'][:60]} | | | | |")
+            continue
+        rows.append(f"| {line['device']} | {step} | {line['layers']} | {line['micro_batch']} | "
+                    f"{line['argument_bytes'] / GIB:.2f} GiB | {line['temporary_bytes'] / GIB:.2f} GiB | "
+                    f"{line['peak_bytes'] / GIB:.2f} GiB ({line['fraction_of_device']:.0%}) | "
+                    f"{line['remat_instructions']} | {line['compile_s']:.0f} s |")
+    return "\n".join(rows)
+
+
+def planned_table(plans):
+    """docs/measurements.md's table of the entries: per chip and step, the micro-batch chosen, its peak and share."""
+    rows = ["| chip | step | micro-batch | peak (of HBM) | twice it | figures |", "|---|---|---|---|---|---|"]
+    for target, entry in plans.items():
+        for preset, by_seq in entry["figures"].items():
+            for seq, steps in by_seq.items():
+                micro = entry["models"][preset][seq]
+                hbm = entry["device_gib"] * GIB
+                cells = []
+                for m in (micro, 2 * micro):
+                    if m in steps:
+                        peak = steps[m].get("no_remat_peak_bytes", steps[m]["peak_bytes"])
+                        cells.append(f"{peak / GIB:.2f} GiB ({peak / hbm:.0%})")
+                    else:
+                        cells.append("-")
+                source = "extrapolated" if steps[micro]["extrapolated"] else "compiled"
+                if (preset, seq) in entry["borrowed"]:
+                    source += " (v5e's shallow steps)"
+                rows.append(f"| {target} ({entry['device_gib']} GiB) | {preset}, {seq} tokens | {micro} | "
+                            f"{cells[0]} | {cells[1]} | {source} |")
+    return "\n".join(rows)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("jsonl", help="bench/estimate_xla_memory.py's TPU lines.")
     parser.add_argument("--margin", type=float, default=0.2, help="The share of HBM the micro-batch leaves free.")
     parser.add_argument("--shallow_from", default="TPU v5 lite",
                         help="The device whose shallow steps a chip without its own takes.")
+    parser.add_argument("--tables", action="store_true", help="Print docs/measurements.md's two tables instead.")
     args = parser.parse_args(argv)
-    plans = plan(read_lines(args.jsonl), args.margin, args.shallow_from)
+    lines = read_lines(args.jsonl)
+    plans = plan(lines, args.margin, args.shallow_from)
+    if args.tables:
+        print(compiled_table(lines) + "\n\n" + planned_table(plans))
+        return 0
     print("xla_tpu_estimates:")
     for target, entry in plans.items():
         print(f"  {target}:\n    device_gib: {entry['device_gib']}")
