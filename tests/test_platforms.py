@@ -172,3 +172,41 @@ def test_a_platforms_file_without_memory_sources_still_loads_and_bad_ones_say_wh
     measured = {**entry, "memory_source": "XLA:GPU measured on NVIDIA H100 80GB HBM3", "memory_margin": 0.05}
     old.write_text(yaml.safe_dump({"platforms": {"h100_80gb": measured}}))
     assert load_platforms(str(old))["h100_80gb"].memory_source.endswith("H100 80GB HBM3")
+
+
+def test_the_loader_checks_compiled_figures_against_the_entries_they_plan(tmp_path):
+    """xla_tpu_estimates (and xla_gpu_estimates) are read: each names an entry of the same compiler, holds its
+    chosen micro-batches, each peak is arguments + temporaries, and none exceeds (1 - margin) of the chip."""
+    entry = {"device": "tpu_v5e", "mixed_precision": "mixed_bfloat16", "memory_margin": 0.2,
+             "memory_source": "XLA:TPU estimate, libtpu 0.0.51",
+             "models": {"large": {"max_micro_batch_size": {512: 8}}}}
+    figures = {"device_gib": 16, "large": {512: {8: {"arguments_gib": 3.76, "temporaries_gib": 5.92, "peak_gib": 9.68},
+                                                 16: {"arguments_gib": 3.76, "temporaries_gib": 9.12,
+                                                      "peak_gib": 12.88}}}}
+    path = tmp_path / "platforms.yaml"
+
+    def load(entry_fields=None, figure_fields=None):
+        path.write_text(yaml.safe_dump({"platforms": {"tpu_v5e": {**entry, **(entry_fields or {})}},
+                                        "xla_tpu_estimates": {"tpu_v5e": {**figures, **(figure_fields or {})}}}))
+        return load_platforms(str(path))
+
+    assert load()["tpu_v5e"].max_micro_batch_size("large", 512) == 8
+    for entry_fields, figure_fields, message in (
+            ({"models": {"large": {"max_micro_batch_size": {512: 16}}}}, None,
+             r"xla_tpu_estimates.tpu_v5e.large.512.16: a peak of 12.88 GiB exceeds 12.80 GiB, \(1 - memory_margin\) "
+             r"of the device: choose a smaller micro-batch for platforms.tpu_v5e."),
+            ({"models": {"large": {"max_micro_batch_size": {512: 4}}}}, None,
+             r"has no large step at 512 tokens x 4, the entry's micro-batch: compile it"),
+            ({"memory_source": "XLA:CPU estimate, TensorFlow 2.21"}, None,
+             r"xla_tpu_estimates.tpu_v5e plans no platform: add platforms.tpu_v5e with memory_source: "
+             r"'XLA:TPU estimate, ...'"),
+            (None, {"device_gib": 32}, r"device_gib=32 must be the device's memory in GiB, at most 16.0 for tpu_v5e"),
+            (None, {"large": {512: {8: {"arguments_gib": 3.76, "temporaries_gib": 5.92, "peak_gib": 8.0}}}},
+             r"peak_gib=8.0 is not arguments_gib \+ temporaries_gib")):
+        with pytest.raises(RecipeError, match=message):
+            load(entry_fields, figure_fields)
+    # Without recomputation the peak is what the plan reads: 16 sequences fit a 0.15 margin only on the chip's own
+    # compile (12.88 GiB of 13.6), not as the step holds them without recomputing (14.0 GiB).
+    figures["large"][512][16]["no_remat_peak_gib"] = 14.0
+    with pytest.raises(RecipeError, match=r"a peak of 14.0 GiB exceeds 13.60 GiB"):
+        load({"memory_margin": 0.15, "models": {"large": {"max_micro_batch_size": {512: 16}}}})

@@ -18,7 +18,10 @@ from bert_tf.training.recipe import JIT_COMPILE_SCOPES, MIXED_PRECISION, RecipeE
 
 PLATFORMS_FILE = os.path.join(configs_dir(), "platforms.yaml")
 # How a platform's memory figures may be sourced (`PlatformSettings.memory_source` starts with one of these).
-MEMORY_SOURCES = ("XLA:CPU estimate", "XLA:GPU estimate", "XLA:GPU measured on", "XLA:TPU measured on")
+MEMORY_SOURCES = ("XLA:CPU estimate", "XLA:GPU estimate", "XLA:GPU measured on", "XLA:TPU estimate",
+                  "XLA:TPU measured on")
+# The figures behind an estimate compiled by the device's own XLA, by the file's section: its memory_source starts so.
+COMPILED_ESTIMATES = {"xla_gpu_estimates": "XLA:GPU estimate", "xla_tpu_estimates": "XLA:TPU estimate"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +61,9 @@ class PlatformSettings(Section):
             on the platform's machines (None keeps the recipe's).
         memory_source: where the memory figures behind the micro-batches come from, naming the compiler and its
             version or the device: "XLA:CPU estimate, TensorFlow 2.21" (the CPU compiler's buffer assignment,
-            which is not the device compiler's) or "XLA:GPU measured on NVIDIA H100 80GB HBM3" (optional: files
-            written before it load; None says nothing about them).
+            which is not the device compiler's), "XLA:TPU estimate, libtpu 0.0.51" (the device compiler's own,
+            compiled without the device; its figures under the file's `xla_tpu_estimates`) or "XLA:GPU measured on
+            NVIDIA H100 80GB HBM3" (optional: files written before it load; None says nothing about them).
         memory_margin: the share of the device's memory the micro-batches leave free for what the figures miss
             (an estimate's compiler differences, workspaces, fragmentation); required with an estimate.
 
@@ -118,9 +122,11 @@ class _PlatformsFile(Section):
     ERROR = RecipeError
     platforms: dict
     estimates: dict = dataclasses.field(default_factory=dict)
-    # XLA:GPU's buffers of the standard steps compiled ahead of time for a GPU target (bench/estimate_gpu_memory.py),
-    # by platform, preset, length and micro-batch: the figures behind an "XLA:GPU estimate" entry (optional).
+    # XLA:GPU's and XLA:TPU's buffers of the standard steps compiled ahead of time for the device (bench/
+    # estimate_xla_memory.py), by platform, preset, length and micro-batch: the figures behind an "XLA:GPU estimate"
+    # or "XLA:TPU estimate" entry (optional; `check_compiled_estimates` reads them).
     xla_gpu_estimates: dict = dataclasses.field(default_factory=dict)
+    xla_tpu_estimates: dict = dataclasses.field(default_factory=dict)
 
 
 def load_platforms(path=PLATFORMS_FILE):
@@ -131,7 +137,8 @@ def load_platforms(path=PLATFORMS_FILE):
     'mixed_bfloat16'
     """
     where = os.path.basename(path)
-    entries = load_config(_PlatformsFile, path, kind="platforms").platforms
+    loaded = load_config(_PlatformsFile, path, kind="platforms")
+    entries = loaded.platforms
     platforms = {}
     for name, entry in entries.items():
         entry_where = f"{where}: platforms.{name}"
@@ -141,7 +148,51 @@ def load_platforms(path=PLATFORMS_FILE):
                   for preset, fit in (entry.get("models") or {}).items()}
         platforms[name] = PlatformSettings.from_dict(
             {"device": None, **entry, "name": name, "models": models}, entry_where)
+    for section, source in COMPILED_ESTIMATES.items():
+        check_compiled_estimates(getattr(loaded, section), platforms, section, source, where)
     return platforms
+
+
+def planning_peak_gib(figures):
+    """The peak a micro-batch is planned from: without the recomputation the compiler does to fit the device
+    (`no_remat_peak_gib`, compiled for a larger one) where it was recorded, else the peak compiled for the device.
+
+    Example:
+    >>> planning_peak_gib({"peak_gib": 11.5, "no_remat_peak_gib": 12.25}), planning_peak_gib({"peak_gib": 3.4})
+    (12.25, 3.4)
+    """
+    return figures.get("no_remat_peak_gib", figures["peak_gib"])
+
+
+def check_compiled_estimates(estimates, platforms, section, source, where):
+    """Checks the figures a device compiler gave (`xla_gpu_estimates` or `xla_tpu_estimates`) against the entries
+    they plan: each names a platform whose memory_source starts with `source`, gives `device_gib` (at most the
+    device's), and for every micro-batch the entry chooses, a step whose planning peak stays under (1 - margin) of
+    the device; each step's peak is its arguments plus temporaries. A `RecipeError` names the figure and the fix."""
+    for name, figures in estimates.items():
+        at = f"{where}: {section}.{name}"
+        platform = platforms.get(name)
+        if platform is None or not (platform.memory_source or "").startswith(source):
+            raise RecipeError(f"{at} plans no platform: add platforms.{name} with memory_source: '{source}, ...' or "
+                              f"remove the figures.")
+        device_gib = figures.get("device_gib")
+        if not isinstance(device_gib, (int, float)) or not 0 < device_gib <= DEVICES[platform.device].memory_gib:
+            raise RecipeError(f"{at}.device_gib={device_gib!r} must be the device's memory in GiB, at most "
+                              f"{DEVICES[platform.device].memory_gib} for {platform.device}.")
+        budget = (1 - platform.memory_margin) * device_gib
+        for preset, fit in platform.models.items():
+            for seq_length, micro in fit.max_micro_batch_size.items():
+                step = (figures.get(preset) or {}).get(seq_length, {}).get(micro)
+                if step is None:
+                    raise RecipeError(f"{at} has no {preset} step at {seq_length} tokens x {micro}, the entry's "
+                                      f"micro-batch: compile it (bench/estimate_xla_memory.py) and record it.")
+                if abs(step["peak_gib"] - step["arguments_gib"] - step["temporaries_gib"]) > 0.02:
+                    raise RecipeError(f"{at}.{preset}.{seq_length}.{micro}: peak_gib={step['peak_gib']} is not "
+                                      f"arguments_gib + temporaries_gib: record the compiler's three figures.")
+                if planning_peak_gib(step) > budget:
+                    raise RecipeError(f"{at}.{preset}.{seq_length}.{micro}: a peak of {planning_peak_gib(step)} GiB "
+                                      f"exceeds {budget:.2f} GiB, (1 - memory_margin) of the device: choose a "
+                                      f"smaller micro-batch for platforms.{name}.")
 
 
 def apply_platform(recipe, name):
