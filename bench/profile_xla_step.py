@@ -119,22 +119,25 @@ def group_of(instruction, kernel_name=""):
 
 
 def kernel_events(profile_file):
-    """[(hlo_op or None, kernel name, duration ns)] of the device's kernels in a profile (`.xplane.pb`): a GPU's
-    stream events, or on a CPU the host threads' XLA thunks."""
+    """([(hlo_op or None, kernel name, duration ns)], ["plane: line, ..."]) of the device's kernels in a profile
+    (`.xplane.pb`): a GPU's stream events, or on a CPU the host threads' XLA thunks; then what the profile holds."""
     from jax.profiler import ProfileData
 
     data = ProfileData.from_file(profile_file)
+    planes = [f"{p.name}: {', '.join(line.name for line in p.lines)}" for p in data.planes]
     device_planes = [p for p in data.planes if p.name.startswith("/device:GPU")]
     events = []
     if device_planes:
         for plane in device_planes:
+            # The raw kernels are on the stream lines; a profile without them may still have XLA's op line, and
+            # lines of derived events (steps, modules) hold spans of many kernels, which would count them twice.
             lines = [line for line in plane.lines if line.name.startswith("Stream")]
             lines = lines or [line for line in plane.lines if line.name == "XLA Ops"]
             for line in lines:
                 for event in line.events:
                     stats = _stats(event)
                     events.append((stats.get("hlo_op"), event.name, event.duration_ns))
-        return events
+        return events, planes
     for plane in data.planes:
         if plane.name != "/host:CPU":
             continue
@@ -143,7 +146,7 @@ def kernel_events(profile_file):
                 stats = _stats(event)
                 if "hlo_op" in stats:
                     events.append((stats["hlo_op"], event.name, event.duration_ns))
-    return events
+    return events, planes
 
 
 def _stats(event):
@@ -192,8 +195,11 @@ def profile(step, platform, runs, trace_dir, timed_runs=0, warmup_runs=1):
     jax.profiler.stop_trace()
     files = sorted(glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True), key=os.path.getmtime)
     totals = collections.defaultdict(float)
-    for hlo_op, kernel, duration in kernel_events(files[-1]):
-        instruction = program.get(hlo_op) if hlo_op else None
+    events, planes = kernel_events(files[-1])
+    by_kernel_name = {re.sub(r"[.-]", "_", name): instruction for name, instruction in program.items()}
+    for hlo_op, kernel, duration in events:
+        # A kernel without its instruction's name: XLA:GPU names a fusion's kernel after it, "." and "-" as "_".
+        instruction = program.get(hlo_op) if hlo_op else by_kernel_name.get(kernel)
         if instruction is not None and instruction.opcode in CONTAINERS:
             continue  # a loop's or call's span holds its body's kernels, counted on their own
         totals[(group_of(instruction, kernel), hlo_op, kernel, instruction.op_name if instruction else "")] += duration
@@ -203,7 +209,7 @@ def profile(step, platform, runs, trace_dir, timed_runs=0, warmup_runs=1):
                "custom_calls": dict(targets), "xla_flags": os.environ.get("XLA_FLAGS", ""),
                "compile_s": round(compile_s, 2), "runs": runs, "step_s": timed_s or elapsed / runs,
                "profiled_step_s": elapsed / runs, "timed_runs": timed_runs, "warmup_runs": max(warmup_runs, 1),
-               "trace": files[-1]}
+               "trace": files[-1], "planes": planes}
     return figures, kernels
 
 
@@ -281,14 +287,14 @@ def main(argv=None):
     step = ExportedStep(args.folder)
     trace_dir = args.trace_dir or tempfile.mkdtemp(prefix="profile_xla_step_")
     figures, kernels = profile(step, args.platform, args.runs, trace_dir, args.timed_runs, args.warmup_runs)
-    if not kernels:
-        print(f"profile: no kernels found in {figures['trace']}: the profiler recorded no device events", flush=True)
-        return 1
     variant = args.variant or gpu_results.step_variant(step.manifest)
     lines, row = summarize(step, figures, kernels, variant, args.run_id or gpu_results.new_run_id(), args.top)
+    if not kernels:  # the step's speed is still a result: the row is written without groups
+        lines.append(f"profile: no kernels found in {figures['trace']}: the profiler recorded no device events "
+                     f"(its planes: {', '.join(figures['planes'])})")
     gpu_results.append_row(args.results, row)
     print("\n".join(lines), flush=True)
-    return 0
+    return 0 if kernels else 1
 
 
 if __name__ == "__main__":
