@@ -5,6 +5,8 @@ corpus, with a variant of the recipe: the measurements behind docs/convergence.m
     .venv/bin/python bench/quick_start_corpora.py --corpus /tmp/corpora/python_docs.txt --steps 1500
     .venv/bin/python bench/quick_start_corpora.py --corpus /tmp/corpora/python_docs.txt --steps 1500 \\
         --variant lr_2e-3 --stop_at 750      # a diagnostic: the first 750 steps only
+    .venv/bin/python bench/quick_start_corpora.py --corpus /tmp/corpora/python_docs.txt --steps 3000 \
+        --extend_from python_docs-small_fast-1500  # "more steps" on a finished run's model directory
 
 Each run appends to `bench/results/quick_start_corpora/<corpus>.jsonl` as it goes: one row per training loop (the
 training curve, as `train_metrics.jsonl` logs it), then one row with `bert-evaluate`'s held-out results and the
@@ -39,9 +41,15 @@ VARIANTS = {
     "warmup_200_lr_2e-3": {"num_warmup_steps": 200, "learning_rate": 2e-3},
     "warmup_200_lr_1.5e-3": {"num_warmup_steps": 200, "learning_rate": 1.5e-3},
     "batch_256": {"phases.0.train_batch_size": 256},
-    "seq16": {"phases.0.max_seq_length": 16, "phases.0.max_predictions_per_seq": 3},
+    "seq16_batch256": {"phases.0.max_seq_length": 16, "phases.0.max_predictions_per_seq": 3,
+                       "phases.0.train_batch_size": 256},
     "mini": {"model.preset": "mini"},
+    "heads_4": {"model.num_attention_heads": 4},
+    "heads_4_warmup_200": {"model.num_attention_heads": 4, "num_warmup_steps": 200},
     "no_nsp": {"use_next_sentence": False},
+    "lr_7e-4": {"learning_rate": 7e-4},
+    "no_nsp_warmup_200": {"use_next_sentence": False, "num_warmup_steps": 200},
+    "beta2_0.98": {"optimizer.beta_2": 0.98},
 }
 
 
@@ -76,7 +84,8 @@ def prepare(corpus, work, vocab_size, whole_word):
     os.makedirs(data, exist_ok=True)
     log = os.path.join(work, "prepare.log")
     subprocess.run(["awk", "-v", "RS=", "-v", f"train={data}/train.txt", "-v", f"heldout={data}/heldout.txt",
-                    '{ print $0 "\\n" > (NR % 10 == 0 ? heldout : train) }', corpus], check=True)
+                    '{ out = (NR % 10 == 0 ? heldout : train); print (seen[out]++ ? "\\n" : "") $0 > out }', corpus],
+                   check=True)
     run(command_line("bert-vocab", f"--input_file={data}/train.txt", f"--vocab_size={vocab_size}",
          f"--output_file={data}/vocab.txt"), log)
     records = [("train", 32, 5, 5), ("train", 128, 20, 5), ("heldout", 128, 20, 1), ("heldout", 32, 5, 1)]
@@ -87,6 +96,16 @@ def prepare(corpus, work, vocab_size, whole_word):
              f"--do_whole_word_mask={str(whole_word).lower()}"), log)
     open(done, "w").close()
     return data
+
+
+def short_records(data, seq, pred, log):
+    """Training records of the first phase at another length than 32 (made once)."""
+    path = f"{data}/train-seq{seq}.tfrecord"
+    if not os.path.exists(path):
+        run(command_line("bert-create-pretraining-data", f"--input_file={data}/train.txt",
+                         f"--vocab_file={data}/vocab.txt", f"--output_file={path}", f"--max_seq_length={seq}",
+                         f"--max_predictions_per_seq={pred}", "--dupe_factor=5"), log)
+    return path
 
 
 def variant_recipe(name, path):
@@ -120,6 +139,8 @@ def main(argv):
     parser.add_argument("--vocab_size", type=int, default=8000)
     parser.add_argument("--whole_word", action="store_true", help="Records with --do_whole_word_mask.")
     parser.add_argument("--code", help="A checkout of the package to run the commands from.")
+    parser.add_argument("--extend_from", help="A finished run's id: its model directory, copied, is run again with "
+                        "--num_train_steps=--steps (what a user does to give a run more steps).")
     args = parser.parse_args(argv)
     global CODE
     CODE = args.code and os.path.abspath(args.code)
@@ -128,24 +149,32 @@ def main(argv):
     data_name = corpus_name + (f"-v{args.vocab_size}" if args.vocab_size != 8000 else "") + \
         ("-wwm" if args.whole_word else "")
     data = prepare(args.corpus, os.path.join(args.work, data_name), args.vocab_size, args.whole_word)
-    run_id = f"{data_name}-{args.variant}-{args.steps}" + (f"-stop{args.stop_at}" if args.stop_at else "")
+    run_id = f"{data_name}-{args.variant}-{args.steps}" + (f"-stop{args.stop_at}" if args.stop_at else "") + \
+        (f"-from-{args.extend_from}" if args.extend_from else "")
     model_dir = os.path.join(args.work, "runs", run_id)
     shutil.rmtree(model_dir, ignore_errors=True)
     os.makedirs(model_dir)
+    if args.extend_from:
+        shutil.copytree(os.path.join(args.work, "runs", args.extend_from, "model"), os.path.join(model_dir, "model"))
     os.makedirs(RESULTS, exist_ok=True)
     results = os.path.join(RESULTS, f"{corpus_name}.jsonl")
     recipe = variant_recipe(args.variant, os.path.join(args.work, "runs", run_id + ".yaml"))
+    overrides = VARIANTS[args.variant]
+    first = short_records(data, overrides["phases.0.max_seq_length"], overrides["phases.0.max_predictions_per_seq"],
+                          os.path.join(args.work, data_name, "prepare.log")) \
+        if "phases.0.max_seq_length" in overrides else f"{data}/train-seq32.tfrecord"
     command = command_line("bert-pretrain", f"--config={recipe}", f"--num_train_steps={args.steps}",
                            f"--model_dir={model_dir}/model", f"--vocab_file={data}/vocab.txt",
-                           f"--input_file={data}/train-seq32.tfrecord", f"--input_file={data}/train-seq128.tfrecord",
+                           f"--input_file={first}", f"--input_file={data}/train-seq128.tfrecord",
                            f"--eval_input_file={data}/heldout-seq128.tfrecord")
     header = {"run_id": run_id, "corpus": corpus_name, "variant": args.variant, "overrides": VARIANTS[args.variant],
+              "extend_from": args.extend_from,
               "steps": args.steps, "stop_at": args.stop_at, "vocab_size": args.vocab_size,
               "whole_word": args.whole_word, "command": " ".join(command)}
     started = time.time()
     log = os.path.join(model_dir, "pretrain.log")
     history = os.path.join(model_dir, "model", "train_metrics.jsonl")
-    seen = 0
+    seen = len(open(history).read().splitlines()) if os.path.exists(history) else 0  # an extended run's old rows
     with open(log, "w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment())
         while process.poll() is None:
