@@ -12,7 +12,9 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 
-from gpu_session import SCALES, exports, read_ledger, run_session, tasks  # noqa: E402
+import numpy as np  # noqa: E402
+from gpu_session import SCALES, exports, padded_batch, read_ledger, run_session, tasks  # noqa: E402
+from synthetic_batch import synthetic_batch  # noqa: E402
 
 JAX_PYTHON = os.path.join(REPO, ".venv-jax", "bin", "python")
 SESSION = os.path.join(REPO, "bench", "gpu_session.py")
@@ -50,6 +52,19 @@ def test_a_call_without_time_leaves_every_task_and_a_finished_ledger_leaves_none
         for task in tasks(SCALES["paper"], "steps", out, "run"):
             f.write(json.dumps({"task": task.name, "status": "ok", "agreement": "ok"}) + "\n")
     assert run_session(SCALES["paper"], "steps", out, deadline_s=0, stages={1, 2, 3}) == 0
+
+
+def test_the_slices_batch_is_padded_at_the_end_of_rows_and_predicts_real_tokens_only():
+    batch = synthetic_batch(30522, 8, 128, 20, seed=3)
+    padded = padded_batch(batch)
+    lengths = padded["input_mask"].sum(axis=1)
+    assert lengths.tolist() == [128, 112, 96, 80] * 2
+    for row, length in enumerate(lengths):
+        assert padded["input_mask"][row, :length].all() and not padded["input_word_ids"][row, length:].any()
+        positions = padded["masked_lm_positions"][row]
+        assert len(set(positions)) == 20 and 1 <= positions.min() and positions.max() <= length - 2
+    assert np.array_equal(padded["masked_lm_ids"], batch["masked_lm_ids"])  # what is predicted is unchanged
+    assert batch["input_mask"].all()  # the exported batch itself is left as it was
 
 
 @pytest.mark.large
