@@ -4,8 +4,8 @@
 
 The calls exist only in XLA:GPU (Ampere or later, 16-bit compute): XLA:CPU and XLA:TPU refuse them, and TensorFlow
 cannot run them outside an XLA-compiled function. `CudnnFlashAttention` therefore applies only while XLA compiles
-the function being traced (anything else, e.g. an export, keeps today's attention), and `check_can_run` refuses a
-run that could not compile it before its first step.
+the function being traced, on static shapes (anything else, e.g. an export, keeps today's attention), and
+`check_can_run` refuses a run that could not compile it before its first step.
 
 What it does not do, and why:
 - no dropout on the attention probabilities: cuDNN seeds its dropout with a compile-time constant advanced by a
@@ -72,7 +72,7 @@ def cudnn_flash_attention(q, k, v, lengths, scale, call=xla_custom_call):
 class CudnnFlashAttention:
     """The attention kernel `BertSelfAttention` takes inside `fused_attention_kernel(CudnnFlashAttention())`: q, k, v
     [B, T, A, d] and the rows' lengths in, the context [B, T, A, d] out, through `cudnn_flash_attention`. It applies
-    only while XLA compiles the traced function.
+    only while XLA compiles the traced function, on static shapes.
 
     Example:
     >>> from bert_tf.modeling.attention_kernel import fused_attention_kernel
@@ -85,8 +85,10 @@ class CudnnFlashAttention:
     def __init__(self, call=xla_custom_call):
         self.call = call
 
-    def applies(self):
-        return in_xla_compilation()
+    def applies(self, q):
+        """Inside a function XLA compiles, on static shapes (an evaluation's last, smaller batch keeps today's
+        attention)."""
+        return in_xla_compilation() and None not in q.shape
 
     def __call__(self, q, k, v, lengths, scale):
         q, k, v = (tf.transpose(t, (0, 2, 1, 3)) for t in (q, k, v))  # [B, A, T, d]: XLA's default layout

@@ -109,7 +109,7 @@ class BertSelfAttention(keras.layers.Layer):
         dropout = bool(training) and self.attention_dropout_rate > 0
         kernel = active_attention_kernel()
         # Packed rows ([B, 1, T, T] block-diagonal bias) keep today's attention: lengths cannot describe them.
-        if kernel is not None and attention_bias.shape[2] == 1 and kernel.applies():
+        if kernel is not None and attention_bias.shape[2] == 1 and kernel.applies(q):
             if dropout:
                 raise ValueError(f"The {kernel.name} attention kernel has no dropout on the attention probabilities, "
                                  f"but attention_dropout_rate={self.attention_dropout_rate}: set "

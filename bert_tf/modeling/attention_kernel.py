@@ -1,11 +1,11 @@
 """The fused attention kernel a run chooses for `BertSelfAttention` (docs/gpu_attention.md): a setting of where the
 model runs, not of the model, so checkpoints, configs and exports are the same with or without one.
 
-A kernel is an object with `applies()` (whether it can run in the function being traced now) and
+A kernel is an object with `applies(q)` (whether it can run on q [B, T, A, d] in the function being traced now) and
 `kernel(q, k, v, lengths, scale)` -> context, q, k, v and the context [B, T, A, d], `lengths` int32 [B] (each row's
 real tokens, which come first). `bert_tf.accelerators.cudnn_flash_attention.CudnnFlashAttention` is the one there is.
 The layer takes it for plain rows and only where no attention-probability dropout applies; packed rows, and any call
-where `applies()` is false, keep today's attention.
+where `applies(q)` is false, keep today's attention.
 
 The kernel is set for the whole process, not per thread: MirroredStrategy traces each replica's step in a thread of
 its own, and every replica must take the same attention.
