@@ -4,6 +4,7 @@ started and left running for a test that signals or watches it), and the step a 
 import collections
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 
@@ -35,8 +36,8 @@ def tiny_model_section(**overrides):
     return {"preset": "tiny", **TINY, **overrides}
 
 
-# Commands that start worker processes or install signal handlers of their own: run in a child process always.
-PROCESS_COMMANDS = ("create_pretraining_data", "create_pretraining_data_beam")
+# Commands that hand their work to a runner of other processes (Beam's, with its own logging): run in a child always.
+PROCESS_COMMANDS = ("create_pretraining_data_beam",)
 
 
 def run_cli(module, *args, cwd=None, env=None, timeout=300, process=False):
@@ -63,7 +64,8 @@ def run_cli(module, *args, cwd=None, env=None, timeout=300, process=False):
 
 def _run_in_process(module, args, cwd):
     """`run_cli` in this process: stdout, stderr and absl's log lines (at INFO, as a console script logs) captured;
-    the working directory, the log verbosity and Keras's dtype policy left as they were."""
+    the working directory, the log verbosity, the signal handlers (bert-create-pretraining-data installs one for
+    SIGTERM) and Keras's dtype policy left as they were."""
     import importlib
     import io
 
@@ -77,6 +79,7 @@ def _run_in_process(module, args, cwd):
     logging.use_absl_handler()
     handler = logging.get_absl_handler().python_handler
     saved = os.getcwd(), handler.stream, keras.mixed_precision.global_policy(), logging.get_verbosity()
+    handlers = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
     os.chdir(cwd)
     handler.stream = stderr
     logging.set_verbosity(logging.INFO)
@@ -88,6 +91,8 @@ def _run_in_process(module, args, cwd):
         handler.stream = saved[1]
         keras.mixed_precision.set_global_policy(saved[2])
         logging.set_verbosity(saved[3])
+        for number, handler_before in handlers.items():
+            signal.signal(number, handler_before)
     return subprocess.CompletedProcess([command.program, *args], code, stdout.getvalue(), stderr.getvalue())
 
 

@@ -347,8 +347,14 @@ phases: [{{name: seq16, num_steps: 2, max_seq_length: 16, max_predictions_per_se
 """
 
 
-@pytest.mark.parametrize("command, row", [(command, row) for command, rows in ROWS.items() for row in rows],
-                         ids=lambda value: value.case.replace(" ", "_") if isinstance(value, Row) else value)
+# The rows of the commands that train nothing are in the fast tier too (`make test-fast`).
+TRAINING_COMMANDS = ("pretrain", "finetune")
+
+
+@pytest.mark.parametrize("command, row", [
+    pytest.param(command, row, marks=() if command in TRAINING_COMMANDS else pytest.mark.fast)
+    for command, rows in ROWS.items() for row in rows],
+    ids=lambda value: value.case.replace(" ", "_") if isinstance(value, Row) else value)
 def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
     names = {**paths, "out": tmp_path}
     nodes = make_nodes(tmp_path, " ".join(row.args))

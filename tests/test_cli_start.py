@@ -42,6 +42,7 @@ def own_flags(module):
     return json.loads(done.stdout)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_help_lists_the_commands_own_flags_and_exits_0_without_tensorflow(script, no_tensorflow):
     done = installed(script, "--help", env=no_tensorflow)
@@ -57,6 +58,7 @@ def test_help_lists_the_commands_own_flags_and_exits_0_without_tensorflow(script
     assert re.search(r"^  --verbosity", full.stdout, re.MULTILINE), full.stdout[-2000:]
 
 
+@pytest.mark.fast
 def test_pretrain_help_groups_its_flags_and_names_every_shipped_recipe(no_tensorflow):
     done = installed("bert-pretrain", "-h", env=no_tensorflow)
     assert done.returncode == 0
@@ -67,6 +69,7 @@ def test_pretrain_help_groups_its_flags_and_names_every_shipped_recipe(no_tensor
     assert all(name in " ".join(config_help.split()) for name in recipes), config_help
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("script", ["bert-pretrain", "bert-create-pretraining-data", "bert-finetune", "bert-vocab"])
 def test_a_mistyped_flag_is_one_line_and_exit_2_without_tensorflow(script, no_tensorflow):
     done = installed(script, "--modle_dir=x", env=no_tensorflow)
@@ -75,6 +78,7 @@ def test_a_mistyped_flag_is_one_line_and_exit_2_without_tensorflow(script, no_te
                                         f"the flags)."] or "Did you mean" in done.stderr, done.stderr
 
 
+@pytest.mark.fast
 def test_pretrain_names_a_missing_input_file_without_tensorflow(no_tensorflow, tmp_path):
     missing = tmp_path / "train.tfrecord"
     done = installed("bert-pretrain", "--config=demo_cpu", f"--model_dir={tmp_path}/run", f"--input_file={missing}",

@@ -22,6 +22,8 @@ COMMANDS = sorted(re.findall(r'"bert-[\w-]+=bert_tf\.cli\.(\w+):run"',
 FLAGS_OF_ONE_COMMAND = """
 import json, sys, importlib
 from bert_tf.cli.command import command_flag_values
+
+pytestmark = pytest.mark.fast  # in `make test-fast` too
 flag_values = command_flag_values(importlib.import_module("bert_tf.cli." + sys.argv[1]).COMMAND)
 table = {}
 for name in flag_values:

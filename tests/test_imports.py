@@ -69,6 +69,8 @@ assert finetuning.learning_rate == 2e-5 and finetuning.num_train_epochs == 2
 import dataclasses
 from bert_tf.cli import pretrain
 from bert_tf.cli.command import compose, parse_command_line
+
+pytestmark = pytest.mark.fast  # in `make test-fast` too
 argv = ["bert-pretrain", "--config=bert_base_paper", "--model_dir=run", "--learning_rate=3e-4", "--input_file=a",
         "--input_file=b", "--platform=a100_80gb", "--set=phases.1.max_seq_length=256"]
 command = dataclasses.replace(pretrain.COMMAND, check=None)  # the input files "a" and "b" do not exist
