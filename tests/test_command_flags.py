@@ -1,7 +1,7 @@
-"""Every command keeps every flag it had (issue 29: flags generated from the configs' fields instead of listed by
-hand): name, type, default and choices of each command's own flags, against the table
-tests/fixtures/command_flags.json written from the commands before that change. A new flag is fine; a flag that
-disappears or changes its type, default or choices fails, naming it.
+"""Every command keeps every flag users type and script against: name, type, default and choices of each command's
+own flags (those generated from its configuration's fields and the frame's), against the recorded table
+tests/fixtures/command_flags.json. A new flag is fine; a flag that disappears or changes its type, default or
+choices fails, naming it.
 
 Regenerate the table only for a deliberate change of the command line: `python tests/test_command_flags.py`."""
 

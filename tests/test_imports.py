@@ -88,7 +88,7 @@ print(len(recipe_names()), len(platforms), len(recipes))
 
 def test_configs_load_check_and_take_overrides_without_tensorflow():
     """Every shipped recipe, the platforms file (every platform applied), a fine-tuning config, the files written
-    before issue 29 and a command line's flags and --set: loaded, checked and overridden in an interpreter where
+    by version 0.1 and a command line's flags and --set: loaded, checked and overridden in an interpreter where
     TensorFlow cannot be imported (a command parses its flags and config before it starts)."""
     script = "import sys\nsys.modules['tensorflow'] = None\nsys.modules['tensorflow_text'] = None\n" + \
         CONFIGS_WITHOUT_TENSORFLOW
