@@ -233,9 +233,12 @@ def plan_micro_batch(figures, device_bytes, margin, limit=256):
 
     micro = largest_fitting_micro_batch([(m, no_remat(v)) for m, v in figures.items()], device_bytes, margin,
                                         limit)
+    if len(figures) == 1 and (micro or 0) < min(figures):
+        # Proportional from zero over-estimates above the one figure and under-estimates below it.
+        raise ValueError(f"one figure, at {min(figures)} sequences, does not fit: compile a smaller micro-batch")
     chosen = {}
     for m in (micro, 2 * micro) if micro else ():
-        if m > limit:
+        if m > limit or (m not in figures and len(figures) == 1):
             continue
         if m in figures:
             chosen[m] = figures[m]

@@ -6,8 +6,9 @@ platforms file's YAML. Plain Python (no jax, no TensorFlow).
 Each micro-batch is the largest power of two up to 256 whose peak without recomputation stays under
 (1 - `--margin`) of the chip's HBM (`estimate_xla_memory.plan_micro_batch`): the whole model's own compile where
 there is one, else the line through the whole model extrapolated in depth from 1- and 2-block steps. A chip without
-shallow steps of its own for a preset and length takes those of `--shallow_from` (the chips gave the same buffers
-for the same shallow step; docs/measurements.md, "XLA:TPU buffers per generation"), and says so.
+shallow steps of its own for a preset and length takes those of `--shallow_from`, its temporaries scaled by the
+largest ratio of the chip's own to theirs over the steps both compiled (the tiny step included; at least 1: the
+chips tile and schedule differently; docs/measurements.md, "XLA:TPU buffers per generation"), and says so.
 
     python3 bench/plan_tpu_platforms.py bench/results/estimate_xla_memory/tpu.jsonl
 """
@@ -27,6 +28,23 @@ def read_lines(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def temporaries_ratio(own, other):
+    """The largest ratio of this chip's temporaries to the other chip's over the steps both compiled, and at least 1
+    (borrowed figures are scaled up, never down): the chips tile and schedule differently."""
+    theirs = {line["name"]: line["temporary_bytes"] for line in other if "temporary_bytes" in line
+              and line["memory_scale"] == 1}
+    ratios = [line["temporary_bytes"] / theirs[line["name"]] for line in own if line["name"] in theirs
+              and "temporary_bytes" in line and line["memory_scale"] == 1]
+    return max([1.0] + ratios)
+
+
+def scaled(figures, ratio):
+    """`whole_model_figures` with the temporaries (and so the peak) times `ratio`."""
+    return {micro: {**values, "temporary_bytes": values["temporary_bytes"] * ratio,
+                    "peak_bytes": values["peak_bytes"] + values["temporary_bytes"] * (ratio - 1)}
+            for micro, values in figures.items()}
+
+
 def plan(lines, margin, shallow_from=None):
     """{target: {"device_gib", "compiler", "models": {preset: {seq: micro}}, "figures": {preset: {seq: {micro:
     figures}}}, "borrowed": [(preset, seq)]}} for every TPU target with lines."""
@@ -36,7 +54,8 @@ def plan(lines, margin, shallow_from=None):
         if not own:
             continue
         entry = {"device_gib": hbm_gib, "compiler": own[0]["compiler"], "models": {}, "figures": {},
-                 "borrowed": []}
+                 "borrowed": [], "ratio": temporaries_ratio(own, [line for line in lines
+                                                                  if line["device"] == shallow_from])}
         for preset, layers in PRESET_LAYERS.items():
             for seq in LENGTHS:
                 step = [line for line in own if line["preset"] == preset and line["seq"] == seq]
@@ -45,8 +64,9 @@ def plan(lines, margin, shallow_from=None):
                         and shallow_from != device):
                     borrowed = [line for line in lines if line["device"] == shallow_from and line["preset"] == preset
                                 and line["seq"] == seq and line.get("layers") != layers]
-                    figures = {**whole_model_figures(borrowed, layers), **figures}
-                    entry["borrowed"].append((preset, seq))
+                    figures = {**scaled(whole_model_figures(borrowed, layers), entry["ratio"]), **figures}
+                    if borrowed:
+                        entry["borrowed"].append((preset, seq))
                 if not figures:
                     continue
                 micro, chosen = plan_micro_batch(figures, hbm_gib * GIB, margin)
@@ -134,7 +154,8 @@ def main(argv=None):
         models = ", ".join(f"{preset}: {{max_micro_batch_size: {{{', '.join(f'{s}: {m}' for s, m in fits.items())}}}}}"
                            for preset, fits in entry["models"].items())
         print(f"# {target} ({entry['compiler']}): models: {{{models}}}"
-              + (f"; shallow steps of {args.shallow_from} for {entry['borrowed']}" if entry["borrowed"] else ""))
+              + (f"; shallow steps of {args.shallow_from} (temporaries x{entry['ratio']:.3f}) for "
+                 f"{entry['borrowed']}" if entry["borrowed"] else ""))
     return 0
 
 

@@ -157,3 +157,38 @@ def test_a_tpu_entry_is_planned_from_the_whole_model_compiled_where_it_was_and_e
     assert 64 not in figures  # a compile for a larger chip alone is no figure for this one
     assert plan_micro_batch(figures, 16 * GIB, 0.05)[0] == 32  # 14.5 GiB without recomputation <= 15.2
     assert plan_micro_batch(figures, 16 * GIB, 0.1)[0] == 16  # 14.5 > 14.4: the peak with recomputation would fit
+
+
+def test_one_figure_plans_only_at_or_above_itself():
+    """With the whole model at one micro-batch only, the line is proportional from zero: an over-estimate above that
+    micro-batch (safe to choose) and an under-estimate below it (refused, naming what to compile)."""
+    one = {64: {"argument_bytes": 2 * GIB, "temporary_bytes": 6 * GIB, "peak_bytes": 8 * GIB, "extrapolated": True}}
+    assert plan_micro_batch(one, 16 * GIB, 0.2) == (64, {64: one[64]})  # 128 read as 16 GiB > 12.8
+    assert plan_micro_batch(one, 32 * GIB, 0.2)[0] == 128  # 16 GiB <= 25.6; 256 read as 32 GiB does not fit
+    with pytest.raises(ValueError, match="one figure, at 64 sequences, does not fit: compile a smaller micro-batch"):
+        plan_micro_batch(one, 8 * GIB, 0.2)
+
+
+def test_a_chip_without_its_own_shallow_steps_borrows_another_chips_with_its_larger_temporaries():
+    from plan_tpu_platforms import plan, scaled, temporaries_ratio
+
+    def line(device, micro, layers, temporaries_gib):
+        return {"device": device, "name": f"large_512_mb{micro}_l{layers}", "preset": "large", "seq": 512,
+                "micro_batch": micro, "layers": layers, "memory_scale": 1, "step": "tpu_loop",
+                "compiler": "libtpu 0.0.51", "argument_bytes": 0.1 * layers * GIB,
+                "temporary_bytes": temporaries_gib * GIB, "peak_bytes": (0.1 * layers + temporaries_gib) * GIB,
+                "remat_instructions": 0}
+
+    v5e = [line("TPU v5 lite", m, n, t) for m, n, t in ((8, 1, 1.0), (32, 1, 2.0), (8, 2, 1.1), (32, 2, 2.3))]
+    v4 = [line("TPU v4", 32, 1, 4.0)]  # twice v5e's temporaries for the same step
+    assert temporaries_ratio(v4, v5e) == 2.0 and temporaries_ratio(v5e[1:2], v4) == 1.0  # never below 1
+    assert scaled({8: {"temporary_bytes": 4.0, "peak_bytes": 10.0}}, 1.25)[8] == {"temporary_bytes": 5.0,
+                                                                                  "peak_bytes": 11.0}
+    # v5e at 24 blocks: 5.7 GiB at 8, 11.3 GiB at 32, 18.8 GiB at 64: 32 fits 12.8 GiB.
+    plans = plan(v5e + v4, 0.2, "TPU v5 lite")
+    assert plans["tpu_v5e"]["models"] == {"large": {512: 32}} and plans["tpu_v5e"]["borrowed"] == []
+    # v4 (25.6 GiB) on v5e's figures would take 64 (18.8 GiB); with its doubled temporaries 64 is 35.1 GiB.
+    assert plans["tpu_v4"]["borrowed"] == [("large", 512)] and plans["tpu_v4"]["ratio"] == 2.0
+    assert plans["tpu_v4"]["models"] == {"large": {512: 32}}
+    alike = plan(v5e + [line("TPU v4", 32, 1, 2.0)], 0.2, "TPU v5 lite")
+    assert alike["tpu_v4"]["models"] == {"large": {512: 64}}
