@@ -48,11 +48,12 @@ def test_every_test_file_has_a_py_test_named_after_it():
     files = sorted(f"tests/{name}" for name in os.listdir(os.path.join(REPO, "tests"))
                    if name.startswith("test_") and name.endswith(".py"))
     assert len(files) >= 2 and "tests/test_build_file.py" in files
-    # Each file's tiers: test_x for its default tier, test_x_large for its large tests.
+    # Each file's tiers: test_x for its default tier, test_x_large for its large tests, test_x_fast for its fast ones.
     expected = sorted(name for path in files for name in update_build.target_names(path))
     assert sorted(targets) == expected, "run `python tools/update_build.py` to regenerate BUILD's py_test block"
     for name, srcs in targets.items():
-        assert srcs == [f"tests/{name.removesuffix('_large')}.py"]
+        assert srcs in ([f"tests/{name}.py"], [f"tests/{name.removesuffix('_large')}.py"],
+                        [f"tests/{name.removesuffix('_fast')}.py"])
     assert "test_build_file" in targets and "test_demo" in targets and "test_demo_large" in targets
 
 
@@ -102,6 +103,7 @@ def test_generator_follows_added_removed_and_large_test_files(tmp_path):
     (tmp_path / "tests" / "test_heavy.py").write_text("@pytest.mark.large\ndef test_b():\n    assert 1\n")
     (tmp_path / "tests" / "test_mentions.py").write_text('def test_c():\n    assert "@pytest.mark.large"\n')
     (tmp_path / "tests" / "test_scale.py").write_text("pytestmark = pytest.mark.large\ndef test_d():\n    pass\n")
+    (tmp_path / "tests" / "test_units.py").write_text("pytestmark = pytest.mark.fast\ndef test_e():\n    pass\n")
     (tmp_path / "tests" / "helpers.py").write_text("")
     before = f'py_library(name = "x")\n\n{update_build.BEGIN}\nold\n{update_build.END}\n# tail\n'
 
@@ -115,13 +117,16 @@ def test_generator_follows_added_removed_and_large_test_files(tmp_path):
                                       "tags": ["large"], "tier": "large"}),
                      ("pytest_test", {"name": "test_mentions", "srcs": ["tests/test_mentions.py"]}),
                      ("pytest_test", {"name": "test_scale_large", "srcs": ["tests/test_scale.py"], "size": "large",
-                                      "tags": ["large"], "tier": "large"})]
+                                      "tags": ["large"], "tier": "large"}),
+                     ("pytest_test", {"name": "test_units", "srcs": ["tests/test_units.py"]}),
+                     ("pytest_test", {"name": "test_units_fast", "srcs": ["tests/test_units.py"], "tags": ["fast"],
+                                      "tier": "fast"})]
     assert update_build.updated_build(after, repo=str(tmp_path)) == after
 
     (tmp_path / "tests" / "test_fast.py").unlink()
     shorter = update_build.updated_build(after, repo=str(tmp_path))
     assert [a["name"] for _, a in build_calls_from_text(shorter, tmp_path)] == [
-        "x", "test_heavy", "test_heavy_large", "test_mentions", "test_scale_large"]
+        "x", "test_heavy", "test_heavy_large", "test_mentions", "test_scale_large", "test_units", "test_units_fast"]
 
 
 def test_generator_refuses_a_build_without_markers():

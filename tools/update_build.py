@@ -3,10 +3,12 @@
 Usage: python tools/update_build.py          # rewrite BUILD
        python tools/update_build.py --check  # exit 1 if BUILD is out of date (tests/test_build_file.py does this)
 
-One `pytest_test` per test file and tier, as `make test` and `make test-large` split them (pytest.ini): `test_x`
-runs the file's default-tier tests (`-m "not large"`), `test_x_large` (size "large", tag "large") its tests marked
-`large`. A file marked large as a whole (`pytestmark = pytest.mark.large`) has only the second, a file without the
-marker only the first. `bazel test --config=fast //...` leaves out the large targets, as `make test` does.
+One `pytest_test` per test file and tier, as `make test`, `make test-fast` and `make test-large` split them
+(pytest.ini): `test_x` runs the file's default-tier tests (all but those marked `large`), `test_x_large` (size
+"large", tag "large") its tests marked `large`, `test_x_fast` (tag "fast") its tests marked `fast`, which are part
+of the default tier too. A file marked large as a whole (`pytestmark = pytest.mark.large`) has only the large target.
+`bazel test --config=default_tier //...` leaves out the large targets, as `make test` does; `--config=fast` runs the
+fast targets only, as `make test-fast`.
 """
 
 import argparse
@@ -21,6 +23,9 @@ END = "# END py_test targets"
 # A decorated test, a parameter or fixture parameter marked large (code, not a string); the whole module.
 LARGE = re.compile(r"^\s*@pytest\.mark\.large\b|[(,]\s*marks=pytest\.mark\.large\b", re.MULTILINE)
 ALL_LARGE = re.compile(r"^pytestmark\s*=.*pytest\.mark\.large\b", re.MULTILINE)
+# A module, a test or a parameter marked fast.
+FAST = re.compile(r"^pytestmark\s*=.*pytest\.mark\.fast\b|^\s*@pytest\.mark\.fast\b|marks=[^\n]*pytest\.mark\.fast\b",
+                  re.MULTILINE)
 
 
 def test_files(repo=REPO):
@@ -30,21 +35,31 @@ def test_files(repo=REPO):
 
 
 def target_names(path, repo=REPO):
-    """The names of one test file's targets: `test_x` for its default tier, `test_x_large` for its large tests."""
-    name = os.path.splitext(os.path.basename(path))[0]
+    """The names of one test file's targets: `test_x` for its default tier, `test_x_large` for its large tests,
+    `test_x_fast` for its fast ones."""
     with open(os.path.join(repo, path), encoding="utf-8") as f:
-        source = f.read()
+        return [target for target, _ in tiers(os.path.splitext(os.path.basename(path))[0], f.read())]
+
+
+def tiers(name, source):
+    """[(target name, tier)] of the test file `name` whose text is `source`."""
     all_large = ALL_LARGE.search(source) is not None
-    return ([] if all_large else [name]) + ([f"{name}_large"] if all_large or LARGE.search(source) else [])
+    return (([] if all_large else [(name, "default")])
+            + ([(f"{name}_large", "large")] if all_large or LARGE.search(source) else [])
+            + ([(f"{name}_fast", "fast")] if FAST.search(source) else []))
 
 
 def targets(path, repo=REPO):
     """The BUILD text of the pytest_test targets of one test file: its default tier's, its large tier's."""
     found = []
-    for name in target_names(path, repo):
+    with open(os.path.join(repo, path), encoding="utf-8") as f:
+        source = f.read()
+    for name, tier in tiers(os.path.splitext(os.path.basename(path))[0], source):
         lines = ["pytest_test(", f'    name = "{name}",', f'    srcs = ["{path}"],']
-        if name.endswith("_large"):
+        if tier == "large":
             lines += ['    size = "large",', '    tags = ["large"],', '    tier = "large",']
+        elif tier == "fast":
+            lines += ['    tags = ["fast"],', '    tier = "fast",']
         found.append("\n".join(lines + [")"]))
     return found
 

@@ -9,14 +9,15 @@ def pytest_test(name, srcs, deps = [], tier = "default", **kwargs):
         (tools/update_build.py writes these).
       srcs: the pytest files, paths from the workspace root.
       deps: more py_library targets besides //:bert_tf and //:test_support.
-      tier: "default" (the tests `make test` runs, -m "not large") or "large" (`make test-large`, -m large).
+      tier: "default" (the tests `make test` runs: all but the large ones), "large" (`make test-large`: the tests
+        marked large, which tests/conftest.py runs only with --run_large) or "fast" (`make test-fast`, -m fast).
       **kwargs: size, tags and any other py_test attribute.
     """
     native.py_test(
         name = name,
         srcs = srcs + ["//tools/bazel:pytest_main.py"],
         main = "//tools/bazel:pytest_main.py",
-        args = srcs + ["-m", "large" if tier == "large" else "'not large'"],
+        args = srcs + {"default": [], "large": ["--run_large", "-m", "large"], "fast": ["-m", "fast"]}[tier],
         deps = ["//:bert_tf", "//:test_support"] + deps,
         python_version = "PY3",
         srcs_version = "PY3",
