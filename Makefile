@@ -57,11 +57,11 @@ test-large: $(STAMP) $(JAX_STAMP) $(TPU_STAMP)
 
 # TensorFlow 2.20 as a TPU VM installs it (docs/accelerators.md, "Installing"), in its own venv: tensorflow-tpu with
 # the requirements that do not pull plain `tensorflow`, tensorflow-text and bert_tf without their dependencies. No
-# TPU here, so libtpu is not loaded (TPU_LOAD_LIBRARY=0: the wheel aborts at import on a machine without TPU chips
+# TPU is needed: libtpu is not loaded (TPU_LOAD_LIBRARY=0: the wheel aborts at import on a machine without TPU chips
 # otherwise). Fails unless TensorFlow 2.20 is the one imported, then runs a subset that touches every layer: Keras
 # layers, tensorflow-text's ops, records, the recipe, a trained, evaluated and resumed bert-pretrain run, the
-# preprocessing SavedModel, the canaries of the TensorFlow internals bert_tf uses, the device checks. Measured
-# 6.3 min on the shared 2-core machine (install 3.4, tests 2.8); `.ci/run` runs it after `make test`.
+# preprocessing SavedModel, the canaries of the TensorFlow internals bert_tf uses, the device checks; `.ci/run` runs
+# it after `make test`.
 TF220_VENV := .venv-tf220
 TF220_TESTS := tests/test_layers.py tests/test_tokenizer.py tests/test_records_checker.py tests/test_recipe.py \
 	tests/test_pretrain_run.py tests/test_preprocessing_model.py tests/test_compat.py \
