@@ -5,7 +5,7 @@ exits 0 (absl's own `--help` exits 1 and, from a console script, names no flag).
 
 These rows run cold, in fresh interpreters: start-up and what it imports is what they test."""
 
-import json
+import importlib
 import os
 import re
 import subprocess
@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from bert_tf.cli.command import command_flag_values
 from helpers import REPO
 
 SCRIPTS = dict(re.findall(r'"(bert-[\w-]+)=bert_tf\.cli\.(\w+):run"',
@@ -35,11 +36,7 @@ def installed(script, *args, env, cwd=None):
 
 def own_flags(module):
     """The flags of a command (those generated from its configuration and the frame's), not absl's."""
-    script = (f"import json, bert_tf.cli.{module} as m; from bert_tf.cli.command import command_flag_values\n"
-              "print(json.dumps(sorted(command_flag_values(m.COMMAND))))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    return sorted(command_flag_values(importlib.import_module(f"bert_tf.cli.{module}").COMMAND))
 
 
 @pytest.mark.fast

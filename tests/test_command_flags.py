@@ -5,45 +5,34 @@ choices fails, naming it.
 
 Regenerate the table only for a deliberate change of the command line: `python tests/test_command_flags.py`."""
 
+import importlib
 import json
 import os
 import re
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+from bert_tf.cli.command import command_flag_values
 from helpers import REPO
+
+pytestmark = pytest.mark.fast  # in `make test-fast` too
 
 TABLE = os.path.join(REPO, "tests", "fixtures", "command_flags.json")
 COMMANDS = sorted(re.findall(r'"bert-[\w-]+=bert_tf\.cli\.(\w+):run"',
                              open(os.path.join(REPO, "setup.py"), encoding="utf-8").read()))
-# One command's own flags (those the frame generates from its configuration, and its own --config, --set,
-# --platform; not absl's), in a fresh interpreter, as its console script would see them.
-FLAGS_OF_ONE_COMMAND = """
-import json, sys, importlib
-from bert_tf.cli.command import command_flag_values
-
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-flag_values = command_flag_values(importlib.import_module("bert_tf.cli." + sys.argv[1]).COMMAND)
-table = {}
-for name in flag_values:
-    flag = flag_values[name]
-    table[name] = {"type": flag.flag_type(), "default": flag.default,
-                   "choices": sorted(getattr(flag.parser, "enum_values", None) or []) or None}
-print(json.dumps(table, sort_keys=True))
-"""
 
 
 def command_flags(command):
-    done = subprocess.run([sys.executable, "-c", FLAGS_OF_ONE_COMMAND, command], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    """One command's own flags (those the frame generates from its configuration, and its --config, --set,
+    --platform; not absl's), as its console script defines them."""
+    flag_values = command_flag_values(importlib.import_module(f"bert_tf.cli.{command}").COMMAND)
+    return {name: {"type": flag_values[name].flag_type(), "default": flag_values[name].default,
+                   "choices": sorted(getattr(flag_values[name].parser, "enum_values", None) or []) or None}
+            for name in flag_values}
 
 
 def all_command_flags():
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(COMMANDS, pool.map(command_flags, COMMANDS)))
+    return {command: command_flags(command) for command in COMMANDS}
 
 
 def test_every_command_keeps_the_name_type_default_and_choices_of_each_flag():

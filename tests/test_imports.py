@@ -9,6 +9,8 @@ import pytest
 
 from helpers import REPO
 
+pytestmark = pytest.mark.fast  # in `make test-fast` too
+
 # Modules that must import without TensorFlow, and what each check then uses.
 KERAS_ONLY = [
     ("import bert_tf, bert_tf.training", "bert_tf.__version__"),
@@ -70,7 +72,6 @@ import dataclasses
 from bert_tf.cli import pretrain
 from bert_tf.cli.command import compose, parse_command_line
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
 argv = ["bert-pretrain", "--config=bert_base_paper", "--model_dir=run", "--learning_rate=3e-4", "--input_file=a",
         "--input_file=b", "--platform=a100_80gb", "--set=phases.1.max_seq_length=256"]
 command = dataclasses.replace(pretrain.COMMAND, check=None)  # the input files "a" and "b" do not exist
