@@ -326,7 +326,8 @@ def main(argv=None):
               f"--steps={args.steps}` with TensorFlow first.", file=sys.stderr)
         return 2
     stages = {int(stage) for stage in args.stages.split(",")}
-    return run_session(scale, args.steps, args.out, args.deadline_s or scale.deadline_s, stages,
+    deadline_s = scale.deadline_s if args.deadline_s is None else args.deadline_s
+    return run_session(scale, args.steps, args.out, deadline_s, stages,
                        jax_python=args.jax_python, torch_python=args.torch_python)
 
 

@@ -13,7 +13,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "bench"))
 
 import numpy as np  # noqa: E402
-from gpu_session import SCALES, exports, padded_batch, read_ledger, run_session, tasks  # noqa: E402
+from gpu_session import SCALES, exports, main, padded_batch, read_ledger, run_session, tasks  # noqa: E402
 from synthetic_batch import synthetic_batch  # noqa: E402
 
 JAX_PYTHON = os.path.join(REPO, ".venv-jax", "bin", "python")
@@ -52,6 +52,17 @@ def test_a_call_without_time_leaves_every_task_and_a_finished_ledger_leaves_none
         for task in tasks(SCALES["paper"], "steps", out, "run"):
             f.write(json.dumps({"task": task.name, "status": "ok", "agreement": "ok"}) + "\n")
     assert run_session(SCALES["paper"], "steps", out, deadline_s=0, stages={1, 2, 3}) == 0
+
+
+def test_the_command_refuses_missing_steps_and_keeps_a_zero_deadline(tmp_path, capsys):
+    steps, out = tmp_path / "steps", tmp_path / "out"
+    assert main([f"--steps={steps}", f"--out={out}"]) == 2
+    assert "lacks large_128_einsum" in capsys.readouterr().err
+    for name in exports(SCALES["paper"]):
+        (steps / name).mkdir(parents=True)
+        (steps / name / "manifest.json").write_text("{}")
+    assert main([f"--steps={steps}", f"--out={out}", "--deadline_s=0"]) == 2  # nothing starts with no time
+    assert read_ledger(str(out / "gpu_session" / "ledger.jsonl")) == {}
 
 
 def test_the_slices_batch_is_padded_at_the_end_of_rows_and_predicts_real_tokens_only():
