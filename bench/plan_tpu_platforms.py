@@ -8,7 +8,8 @@ Each micro-batch is the largest power of two up to 256 whose peak without recomp
 there is one, else the line through the whole model extrapolated in depth from 1- and 2-block steps. A chip without
 shallow steps of its own for a preset and length takes those of `--shallow_from`, its temporaries scaled by the
 largest ratio of the chip's own to theirs over the steps both compiled (the tiny step included; at least 1: the
-chips tile and schedule differently; docs/measurements.md, "XLA:TPU buffers per generation"), and says so.
+chips tile and schedule differently; docs/measurements.md, "XLA:TPU buffers per generation"), or, for a chip that
+compiled none of them, by the largest ratio any chip showed; and says so.
 
     python3 bench/plan_tpu_platforms.py bench/results/estimate_xla_memory/tpu.jsonl
 """
@@ -47,15 +48,20 @@ def scaled(figures, ratio):
 
 def plan(lines, margin, shallow_from=None):
     """{target: {"device_gib", "compiler", "models": {preset: {seq: micro}}, "figures": {preset: {seq: {micro:
-    figures}}}, "borrowed": [(preset, seq)]}} for every TPU target with lines."""
+    figures}}}, "borrowed": [(preset, seq)], "ratio", "ratio_from"}} for every TPU target (none without lines)."""
     plans = {}
+    source = [line for line in lines if line["device"] == shallow_from]
+    ratios = {device: temporaries_ratio([line for line in lines if line["device"] == device], source)
+              for _, _, device in TPU_TARGETS.values()}
     for target, (_, hbm_gib, device) in TPU_TARGETS.items():
         own = [line for line in lines if line["device"] == device and line.get("step") == "tpu_loop"]
-        if not own:
+        if not own and not any(line.get("step") == "tpu_loop" for line in lines):
             continue
-        entry = {"device_gib": hbm_gib, "compiler": own[0]["compiler"], "models": {}, "figures": {},
-                 "borrowed": [], "ratio": temporaries_ratio(own, [line for line in lines
-                                                                  if line["device"] == shallow_from])}
+        shared = {line["name"] for line in own} & {line["name"] for line in source}
+        entry = {"device_gib": hbm_gib, "compiler": (own or source)[0]["compiler"], "models": {}, "figures": {},
+                 # a chip that compiled nothing v5e did takes the largest ratio any chip showed (the safe side)
+                 "borrowed": [], "ratio": ratios[device] if shared else max(ratios.values()),
+                 "ratio_from": "its own" if shared else "the largest of the chips'"}
         for preset, layers in PRESET_LAYERS.items():
             for seq in LENGTHS:
                 step = [line for line in own if line["preset"] == preset and line["seq"] == seq]
@@ -69,7 +75,11 @@ def plan(lines, margin, shallow_from=None):
                         entry["borrowed"].append((preset, seq))
                 if not figures:
                     continue
-                micro, chosen = plan_micro_batch(figures, hbm_gib * GIB, margin)
+                try:
+                    micro, chosen = plan_micro_batch(figures, hbm_gib * GIB, margin)
+                except ValueError as error:
+                    print(f"# {target} {preset} {seq}: {error}", file=sys.stderr)
+                    micro, chosen = None, {}
                 entry["models"].setdefault(preset, {})[seq] = micro
                 entry["figures"].setdefault(preset, {})[seq] = chosen
         plans[target] = entry
@@ -154,8 +164,8 @@ def main(argv=None):
         models = ", ".join(f"{preset}: {{max_micro_batch_size: {{{', '.join(f'{s}: {m}' for s, m in fits.items())}}}}}"
                            for preset, fits in entry["models"].items())
         print(f"# {target} ({entry['compiler']}): models: {{{models}}}"
-              + (f"; shallow steps of {args.shallow_from} (temporaries x{entry['ratio']:.3f}) for "
-                 f"{entry['borrowed']}" if entry["borrowed"] else ""))
+              + (f"; shallow steps of {args.shallow_from} (temporaries x{entry['ratio']:.3f}, "
+                 f"{entry['ratio_from']} ratio) for {entry['borrowed']}" if entry["borrowed"] else ""))
     return 0
 
 
