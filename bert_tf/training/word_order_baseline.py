@@ -26,8 +26,10 @@ from bert_tf.records.schema import read_schema
 # A run under the order-blind accuracy plus this has not learnt word order: on the Bible, runs on the plateau sit
 # within 0.015 of it, runs that left it 0.18 above (docs/convergence.md).
 PLATEAU_MARGIN = 0.05
-REMEDY = ("Remedy: pre-train again in a new --model_dir with a larger --num_train_steps (the 32-token phase, where "
-          "a run leaves the plateau, grows with it; more steps on this model directory all go to its last phase)")
+# Measured in docs/convergence.md ("More steps on a finished run"): extending a run on the plateau left it there.
+REMEDY = ("Remedy: pre-train again in a new --model_dir with a larger --num_train_steps (small_fast leaves the "
+          "plateau in its 32-token phase, which grows with the budget; more steps on this model directory would all "
+          "go to its last phase)")
 CANDIDATES = 1000  # the most frequent masked words; the rest are 8-11% of masked positions (measured)
 BETAS = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0)
 SMOOTHING = 10.0  # pseudo-counts of the unigram distribution added to each context word's counts
