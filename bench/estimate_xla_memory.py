@@ -238,15 +238,17 @@ def plan_micro_batch(figures, device_bytes, margin, limit=256):
         raise ValueError(f"one figure, at {min(figures)} sequences, does not fit: compile a smaller micro-batch")
     chosen = {}
     for m in (micro, 2 * micro) if micro else ():
-        if m > limit or (m not in figures and len(figures) == 1):
+        if m > limit:
             continue
         if m in figures:
             chosen[m] = figures[m]
             continue
         near = [(k, v) for k, v in figures.items() if v["extrapolated"]] or list(figures.items())
-        chosen[m] = {key: value_at([(k, v[key]) for k, v in near], m)
-                     for key in ("argument_bytes", "temporary_bytes", "peak_bytes")}
-        chosen[m]["extrapolated"] = True
+        peak = value_at([(k, v["peak_bytes"]) for k, v in near], m)
+        arguments = value_at([(k, v["argument_bytes"]) for k, v in near], m) if len(near) > 1 else \
+            near[0][1]["argument_bytes"]  # the weights and slots do not grow with the micro-batch
+        chosen[m] = {"argument_bytes": arguments, "temporary_bytes": peak - arguments, "peak_bytes": peak,
+                     "extrapolated": True}
     return micro, chosen
 
 

@@ -7,8 +7,8 @@ Each micro-batch is the largest power of two up to 256 whose peak without recomp
 (1 - `--margin`) of the chip's HBM (`estimate_xla_memory.plan_micro_batch`): the whole model's own compile where
 there is one, else the line through the whole model extrapolated in depth from 1- and 2-block steps. A chip without
 shallow steps of its own for a preset and length takes those of `--shallow_from`, its temporaries scaled by the
-largest ratio of the chip's own to theirs over the steps both compiled (the tiny step included; at least 1: the
-chips tile and schedule differently; docs/measurements.md, "XLA:TPU buffers per generation"), or, for a chip that
+largest ratio of the chip's own to theirs over the BERT steps both compiled (at least 1: the chips tile and
+schedule differently; docs/measurements.md, "XLA:TPU buffers per generation"), or, for a chip that
 compiled none of them, by the largest ratio any chip showed; and says so.
 
     python3 bench/plan_tpu_platforms.py bench/results/estimate_xla_memory/tpu.jsonl
@@ -30,12 +30,14 @@ def read_lines(path):
 
 
 def temporaries_ratio(own, other):
-    """The largest ratio of this chip's temporaries to the other chip's over the steps both compiled, and at least 1
-    (borrowed figures are scaled up, never down): the chips tile and schedule differently."""
+    """The largest ratio of this chip's temporaries to the other chip's over the BERT steps both compiled, and at
+    least 1 (borrowed figures are scaled up, never down): the chips tile and schedule differently. The tiny step is
+    left out: its few MiB of temporaries are dominated by what a chip reserves whatever the model (v5p: 44 MiB, v5e:
+    5 MiB)."""
     theirs = {line["name"]: line["temporary_bytes"] for line in other if "temporary_bytes" in line
               and line["memory_scale"] == 1}
     ratios = [line["temporary_bytes"] / theirs[line["name"]] for line in own if line["name"] in theirs
-              and "temporary_bytes" in line and line["memory_scale"] == 1]
+              and "temporary_bytes" in line and line["memory_scale"] == 1 and line["preset"] != "tiny"]
     return max([1.0] + ratios)
 
 
@@ -57,7 +59,7 @@ def plan(lines, margin, shallow_from=None):
         own = [line for line in lines if line["device"] == device and line.get("step") == "tpu_loop"]
         if not own and not any(line.get("step") == "tpu_loop" for line in lines):
             continue
-        shared = {line["name"] for line in own} & {line["name"] for line in source}
+        shared = {line["name"] for line in own if line["preset"] != "tiny"} & {line["name"] for line in source}
         entry = {"device_gib": hbm_gib, "compiler": (own or source)[0]["compiler"], "models": {}, "figures": {},
                  # a chip that compiled nothing v5e did takes the largest ratio any chip showed (the safe side)
                  "borrowed": [], "ratio": ratios[device] if shared else max(ratios.values()),

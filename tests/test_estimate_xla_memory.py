@@ -163,8 +163,12 @@ def test_one_figure_plans_only_at_or_above_itself():
     """With the whole model at one micro-batch only, the line is proportional from zero: an over-estimate above that
     micro-batch (safe to choose) and an under-estimate below it (refused, naming what to compile)."""
     one = {64: {"argument_bytes": 2 * GIB, "temporary_bytes": 6 * GIB, "peak_bytes": 8 * GIB, "extrapolated": True}}
-    assert plan_micro_batch(one, 16 * GIB, 0.2) == (64, {64: one[64]})  # 128 read as 16 GiB > 12.8
-    assert plan_micro_batch(one, 32 * GIB, 0.2)[0] == 128  # 16 GiB <= 25.6; 256 read as 32 GiB does not fit
+    micro, chosen = plan_micro_batch(one, 16 * GIB, 0.2)  # 128 read as 16 GiB > 12.8
+    assert micro == 64 and chosen[64] == one[64]
+    assert chosen[128] == {"argument_bytes": 2 * GIB, "temporary_bytes": 14 * GIB, "peak_bytes": 16 * GIB,
+                           "extrapolated": True}
+    micro, chosen = plan_micro_batch(one, 32 * GIB, 0.2)  # 16 GiB <= 25.6; 256 read as 32 GiB does not fit
+    assert micro == 128 and sorted(chosen) == [128, 256] and chosen[256]["peak_bytes"] == 32 * GIB
     with pytest.raises(ValueError, match="one figure, at 64 sequences, does not fit: compile a smaller micro-batch"):
         plan_micro_batch(one, 8 * GIB, 0.2)
 

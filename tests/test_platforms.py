@@ -19,6 +19,9 @@ with open(PLATFORMS_FILE, encoding="utf-8") as f:
     PLATFORMS_YAML = yaml.safe_load(f)
 ESTIMATES = PLATFORMS_YAML["estimates"]
 XLA_GPU_ESTIMATES = PLATFORMS_YAML["xla_gpu_estimates"]
+XLA_TPU_ESTIMATES = PLATFORMS_YAML["xla_tpu_estimates"]
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+TPU_RESULTS = os.path.join(BENCH, "results", "estimate_xla_memory", "tpu.jsonl")
 PLATFORMS = load_platforms()
 CPU_ESTIMATED = [n for n in sorted(PLATFORMS) if PLATFORMS[n].device
                  and PLATFORMS[n].memory_source.startswith("XLA:CPU estimate")]
@@ -143,14 +146,50 @@ def test_each_accelerator_platform_sets_an_eval_batch_that_splits_over_its_repli
 @pytest.mark.parametrize("name", [n for n in sorted(PLATFORMS) if PLATFORMS[n].device])
 def test_each_accelerator_platform_says_where_its_memory_figures_come_from(name):
     """No accelerator has measured its step yet: h100_80gb's figures are XLA:GPU's buffers compiled ahead of time
-    for an H100 target with jaxlib 0.11.2 (recorded under xla_gpu_estimates), every other entry names the XLA:CPU
-    estimate and TensorFlow's version; each keeps a margin for what its compiler's buffers miss."""
+    for an H100 target with jaxlib 0.11.2 (recorded under xla_gpu_estimates), the TPU entries' XLA:TPU's compiled by
+    libtpu 0.0.51 for one chip (under xla_tpu_estimates), the A100 entries name the XLA:CPU estimate and
+    TensorFlow's version; each keeps a margin for what its compiler's buffers miss."""
     if name in XLA_GPU_ESTIMATES:
         assert PLATFORMS[name].memory_source == "XLA:GPU estimate, jaxlib 0.11.2 (ahead of time, H100 target)"
+    elif name.startswith("tpu_"):
+        assert PLATFORMS[name].memory_source == "XLA:TPU estimate, libtpu 0.0.51"
     else:
         assert PLATFORMS[name].memory_source == "XLA:CPU estimate, TensorFlow 2.21"
     assert PLATFORMS[name].memory_margin == 0.2
     assert GPU_ESTIMATED == ["h100_80gb"]
+    assert sorted(XLA_TPU_ESTIMATES) == ["tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e"]
+
+
+@pytest.mark.parametrize("name", sorted(XLA_TPU_ESTIMATES))
+def test_a_tpu_entry_takes_the_largest_power_of_two_xla_tpu_fits_under_its_margin_as_the_results_plan_it(name):
+    """Each TPU entry's micro-batch at each length is the largest power of two up to 256 whose whole-model peak from
+    XLA:TPU (libtpu 0.0.51, bench/estimate_xla_memory.py) stays under (1 - margin) of the chip's HBM: the figure at
+    it fits, the one at twice it does not. And the recorded figures are what bench/plan_tpu_platforms.py plans from
+    the raw lines under bench/results/, to the hundredth of a GiB."""
+    sys.path.insert(0, BENCH)
+    from plan_tpu_platforms import plan, read_lines
+
+    platform, figures = PLATFORMS[name], XLA_TPU_ESTIMATES[name]
+    assert figures["device_gib"] == DEVICES[platform.device].memory_gib
+    budget_gib = (1 - platform.memory_margin) * figures["device_gib"]
+    planned = plan(read_lines(TPU_RESULTS), platform.memory_margin, "TPU v5 lite")[name]
+    assert planned["compiler"] == platform.memory_source.split(", ")[1] == "libtpu 0.0.51"
+    for preset in ("base", "large"):
+        assert set(platform.models[preset].max_micro_batch_size) == set(figures[preset]) == {128, 512}
+        for seq_length, steps in figures[preset].items():
+            where = (preset, seq_length)
+            micro = platform.max_micro_batch_size(preset, seq_length)
+            assert micro == planned["models"][preset][seq_length] and micro & (micro - 1) == 0, where
+            assert steps[micro].get("no_remat_peak_gib", steps[micro]["peak_gib"]) <= budget_gib, where
+            if 2 * micro in steps:
+                assert steps[2 * micro].get("no_remat_peak_gib", steps[2 * micro]["peak_gib"]) > budget_gib, where
+            else:  # the cap, or a line proportional from one figure that could not be read below it
+                assert micro == 256 or len(planned["figures"][preset][seq_length]) == 1, where
+            for m, step in steps.items():
+                raw = planned["figures"][preset][seq_length][m]
+                assert step["peak_gib"] == pytest.approx(raw["peak_bytes"] / GIB, abs=0.006), (where, m)
+                assert step["arguments_gib"] == pytest.approx(raw["argument_bytes"] / GIB, abs=0.006), (where, m)
+                assert step.get("extrapolated", False) == raw["extrapolated"], (where, m)
 
 
 def test_a_platforms_file_without_memory_sources_still_loads_and_bad_ones_say_what_to_write(tmp_path):
