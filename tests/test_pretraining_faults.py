@@ -43,7 +43,7 @@ def tiny_recipe(data, **overrides):
         "phases": [{"name": "seq16", "num_steps": 20, "max_seq_length": SEQ, "max_predictions_per_seq": PRED,
                     "input_file": data["train"]}],
         "eval": {"eval_batch_size": 8, "max_eval_steps": 2}})
-    paths = {"eval_input_file": "eval.input_file", "optimizer": "optimizer.name",
+    paths = {"input_file": "phases.input_file", "eval_input_file": "eval.input_file", "optimizer": "optimizer.name",
              "dynamic_masking": "dynamic_masking.enabled"}
     return recipe.override({paths.get(key, key): value for key, value in overrides.items()})
 
