@@ -172,25 +172,25 @@ def main(argv):
     log = os.path.join(model_dir, "pretrain.log")
     history = os.path.join(model_dir, "model", "train_metrics.jsonl")
     seen = len(open(history).read().splitlines()) if os.path.exists(history) else 0  # an extended run's old rows
+
+    def record_curve(seen):
+        """Appends the history rows after the first `seen` as curve lines; returns them."""
+        rows = [json.loads(line) for line in open(history).read().splitlines()] if os.path.exists(history) else []
+        for row in rows[seen:]:
+            append(results, {**header, "kind": "curve", "step": row["step"], "phase": row.get("phase"),
+                             "masked_lm_accuracy": row.get("masked_lm_accuracy"),
+                             "steps_per_second": row.get("steps_per_second")})
+        return rows[seen:]
+
     with open(log, "w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment())
         while process.poll() is None:
             time.sleep(10)
-            rows = open(history).read().splitlines() if os.path.exists(history) else []
-            for line in rows[seen:]:
-                row = json.loads(line)
-                append(results, {**header, "kind": "curve", "step": row["step"], "phase": row.get("phase"),
-                                 "masked_lm_accuracy": row.get("masked_lm_accuracy"),
-                                 "steps_per_second": row.get("steps_per_second")})
-                if args.stop_at and row["step"] >= args.stop_at and process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-            seen = len(rows)
-    rows = open(history).read().splitlines() if os.path.exists(history) else []
-    for line in rows[seen:]:
-        row = json.loads(line)
-        append(results, {**header, "kind": "curve", "step": row["step"], "phase": row.get("phase"),
-                         "masked_lm_accuracy": row.get("masked_lm_accuracy"),
-                         "steps_per_second": row.get("steps_per_second")})
+            new = record_curve(seen)
+            seen += len(new)
+            if args.stop_at and new and new[-1]["step"] >= args.stop_at and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+    record_curve(seen)
     for seq in (128, 32):
         output = os.path.join(model_dir, f"eval-seq{seq}.json")
         run(command_line("bert-evaluate", f"--model_dir={model_dir}/model",
