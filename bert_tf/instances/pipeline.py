@@ -19,6 +19,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import threading
 import time
 
 from tqdm import tqdm
@@ -89,13 +90,29 @@ def _worker_pool(num_workers):
     # fork: workers need only numpy and this package's numpy code; they never call TensorFlow. gc.freeze keeps the
     # workers' garbage collector off the inherited objects, so their pages stay shared, not copied.
     gc.freeze()
-    pool = multiprocessing.get_context("fork").Pool(num_workers, initializer=_start_worker)
+    with _default_sigterm():
+        pool = multiprocessing.get_context("fork").Pool(num_workers, initializer=_start_worker)
     try:
         yield pool
     finally:
         pool.terminate()
         pool.join()
         gc.unfreeze()
+
+
+@contextlib.contextmanager
+def _default_sigterm():
+    """SIGTERM's default action while the workers are forked: a worker that `terminate` reaches before its
+    initializer ran would otherwise run the main process's handler (which only sets a flag) and live on, and the
+    pool's join would wait for it forever (a run that ends at once, e.g. on an empty corpus)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _start_worker():
