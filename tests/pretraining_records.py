@@ -101,3 +101,20 @@ def pretrain_flags(data, recipe, model_dir, *extra):
     """The `bert-pretrain` flags of a run of `recipe` on the two phases' records (`data["seq16"]`, `["seq32"]`)."""
     return [f"--config={recipe}", f"--model_dir={model_dir}", f"--input_file={data['seq16']}",
             f"--input_file={data['seq32']}", f"--vocab_file={data['vocab']}", "--peak_tflops=1", *extra]
+
+
+def one_phase_tiny_recipe(root, name, seq=16, pred=4, with_eval=False):
+    """A recipe's mapping: a one-block tiny model, 20 steps of batch 4 in one phase of `seq`/`pred` on 64 records
+    written under `root` (and evaluated on them with `with_eval`), five steps a loop, no checkpoint before the end."""
+    records = write_records(root / "train.tfrecord", 64, seq, pred)
+    recipe = {
+        "name": name,
+        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
+                  "num_hidden_layers": 1, "max_position_embeddings": seq},
+        "vocab_file": write_vocab(root / "vocab.txt"), "train_batch_size": 4, "num_train_steps": 20,
+        "num_warmup_steps": 2, "save_checkpoints_steps": 1000, "iterations_per_loop": 5,
+        "phases": [{"name": f"seq{seq}", "num_steps": 20, "max_seq_length": seq, "max_predictions_per_seq": pred,
+                    "input_file": records}]}
+    if with_eval:
+        recipe["eval"] = {"input_file": records, "eval_batch_size": 8, "max_eval_steps": 2}
+    return recipe

@@ -18,7 +18,7 @@ from bert_tf.training.pretraining import PretrainingRun, run_pretraining
 from bert_tf.training.recipe import Recipe
 from bert_tf.training.trainer import LoopResult
 from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
-from pretraining_records import write_records, write_vocab
+from pretraining_records import one_phase_tiny_recipe
 
 PHASE = types.SimpleNamespace(name="seq128")
 
@@ -236,17 +236,7 @@ def test_evaluations_every_n_steps_feed_the_eval_actions(tmp_path):
 def test_an_action_stops_a_real_run_cleanly_and_the_run_resumes(tmp_path):
     """A tiny real run whose eval action asks to stop at step 10 of 20: the run saves there and returns; the same
     command later resumes from step 10 and finishes."""
-    seq, pred = 16, 4
-    records = write_records(tmp_path / "train.tfrecord", 64, seq, pred)
-    recipe = Recipe.from_dict({
-        "name": "actions_test",
-        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                  "num_hidden_layers": 1, "max_position_embeddings": seq},
-        "vocab_file": write_vocab(tmp_path / "vocab.txt"), "train_batch_size": 4, "num_train_steps": 20,
-        "num_warmup_steps": 2, "save_checkpoints_steps": 1000, "iterations_per_loop": 5,
-        "phases": [{"name": "seq16", "num_steps": 20, "max_seq_length": seq, "max_predictions_per_seq": pred,
-                    "input_file": records}],
-        "eval": {"input_file": records, "eval_batch_size": 8, "max_eval_steps": 2}})
+    recipe = Recipe.from_dict(one_phase_tiny_recipe(tmp_path, "actions_test", with_eval=True))
     model_dir = str(tmp_path / "run")
     run = PretrainingRun(recipe, model_dir, peak_tflops=1.0)
     run.prepare()

@@ -12,7 +12,7 @@ import tensorflow as tf
 from bert_tf.training.maintenance_notice import METADATA_HOST_VARIABLE, MaintenanceWatcher, maintenance_event
 from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import Recipe
-from pretraining_records import write_records, write_vocab
+from pretraining_records import one_phase_tiny_recipe
 
 
 @pytest.fixture
@@ -79,15 +79,7 @@ def test_no_metadata_server_means_no_notice():
 def test_a_run_given_the_notice_saves_at_once_and_trains_on(metadata_server, monkeypatch, tmp_path):
     metadata_server.event = "TERMINATE_ON_HOST_MAINTENANCE"
     monkeypatch.setenv(METADATA_HOST_VARIABLE, metadata_server.address)
-    seq, pred = 16, 4
-    recipe = Recipe.from_dict({
-        "name": "maintenance_test",
-        "model": {"preset": "tiny", "hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2,
-                  "num_hidden_layers": 1, "max_position_embeddings": seq},
-        "vocab_file": write_vocab(tmp_path / "vocab.txt"), "train_batch_size": 4, "num_train_steps": 20,
-        "num_warmup_steps": 2, "save_checkpoints_steps": 1000, "iterations_per_loop": 5,
-        "phases": [{"name": "seq16", "num_steps": 20, "max_seq_length": seq, "max_predictions_per_seq": pred,
-                    "input_file": write_records(tmp_path / "train.tfrecord", 64, seq, pred)}]})
+    recipe = Recipe.from_dict(one_phase_tiny_recipe(tmp_path, "maintenance_test"))
     model_dir = str(tmp_path / "run")
     result = run_pretraining(recipe, model_dir, peak_tflops=1.0)
     assert result.completed and not result.preempted
