@@ -15,9 +15,9 @@ import os
 import sys
 import traceback
 
-from absl import app, flags, logging
+from absl import app, logging
 
-from bert_tf.cli.command import call_main, compose, flag_error_message
+from bert_tf.cli.command import call_main, compose
 from bert_tf.cli.exit_codes import EXIT_INTERRUPTED, EXIT_PREEMPTED, classify, exit_with
 from bert_tf.cli.flag_parsing import parse_flags
 from bert_tf.cli.quiet_tensorflow import describe_devices, start_tensorflow_quietly
@@ -54,8 +54,6 @@ def _run_main(command, parsed, argv):
         raise
     except KeyboardInterrupt:
         exit_with(command.program, EXIT_INTERRUPTED, "interrupted.")
-    except flags.Error as error:
-        exit_with(command.program, *classify(error)[:1], flag_error_message(error))
     except Exception as error:  # every failure ends in one line and an exit code
         if logging.get_verbosity() >= logging.DEBUG:
             traceback.print_exc()
