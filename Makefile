@@ -10,6 +10,11 @@ EXTRAS ?= test,corpus,serving,hub,beam,transformers,tensorboard,tfds,keras_hub
 JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed
 JAX_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
+# jax 0.11.2 with libtpu, for the large tier's compile of the TPU step (`tpu-venv` below). Defined before the rules
+# that name them: make expands a rule's prerequisites when it reads the rule.
+TPU_VENV := .venv-tpu
+TPU_STAMP := $(TPU_VENV)/.installed
+LIBTPU_VERSION := 0.0.51
 
 .PHONY: setup demo lint test-fast test test-large test-tf220 jax-venv jax-cuda-venv tpu-venv clean
 
@@ -116,10 +121,6 @@ $(JAX_CUDA_STAMP):
 # an exported step for one chip of a TPU generation (docs/accelerators.md, "XLA:TPU's buffers without a TPU").
 # jax 0.11.2's own `tpu` extra pins libtpu 0.0.48.*; configs/platforms.yaml's TPU figures come from libtpu 0.0.51.
 # About 1 GB installed; nothing here needs a TPU.
-TPU_VENV := .venv-tpu
-TPU_STAMP := $(TPU_VENV)/.installed
-LIBTPU_VERSION := 0.0.51
-
 tpu-venv: $(TPU_STAMP)
 
 $(TPU_STAMP):
