@@ -30,9 +30,22 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "bench", "results", "quick_start_corpora")
 SMALL_FAST = os.path.join(REPO, "configs", "pretrain", "small_fast.yaml")
 
-# small_fast as it was when the levers were measured (2026-11-28 before 09:30; raw rows of that time name it
-# `small_fast`): every lever below is a change from it, so each reruns as measured whatever small_fast is now.
-BEFORE = {"num_warmup_steps": 500, "use_next_sentence": True}
+# small_fast as it was when the levers were measured: every lever below is a change from the recipe of its time, so
+# each reruns as measured whatever small_fast is now. STATIC_15: the records' own 15% masks (small_fast before
+# "Masking more", 2026-11-28 12:00); BEFORE: also the next-sentence loss and a 500-step warmup (before 09:30; raw rows
+# of that time name it `small_fast`).
+STATIC_15 = {"dynamic_masking.enabled": False, "phases.0.max_predictions_per_seq": 5,
+             "phases.1.max_predictions_per_seq": 20}
+BEFORE = {"num_warmup_steps": 500, "use_next_sentence": True, **STATIC_15}
+
+
+def masked(rate, slots_32, slots_128):
+    """Masks drawn for every batch at `rate` of the tokens, with prediction slots for 32 and 128 tokens."""
+    return {"dynamic_masking.enabled": True, "dynamic_masking.masked_lm_prob": rate,
+            "phases.0.max_predictions_per_seq": slots_32, "phases.1.max_predictions_per_seq": slots_128}
+
+
+WIDE = {"model.hidden_size": 256, "model.num_attention_heads": 4, "model.intermediate_size": 1024}
 # name -> recipe fields set on configs/pretrain/small_fast.yaml (dotted paths; "phases.N.field" a phase's). Only the
 # rows measured in docs/convergence.md, "Other text", are kept.
 VARIANTS = {
@@ -46,7 +59,23 @@ VARIANTS = {
     "no_nsp": {**BEFORE, "use_next_sentence": False},
     "seq16_batch256": {**BEFORE, "phases.0.max_seq_length": 16, "phases.0.max_predictions_per_seq": 3,
                        "phases.0.train_batch_size": 256},
-    "no_nsp_warmup_200": {**BEFORE, "use_next_sentence": False, "num_warmup_steps": 200},  # small_fast now
+    "no_nsp_warmup_200": {**BEFORE, "use_next_sentence": False, "num_warmup_steps": 200},  # = static_15
+    "static_15": STATIC_15,
+    "seed_2": {**STATIC_15, "seed": 2},
+    "lr_1.5e-3": {**STATIC_15, "learning_rate": 1.5e-3},
+    "lr_2e-3": {**STATIC_15, "learning_rate": 2e-3},
+    "split_1000_500": {**STATIC_15, "phases.1.min_num_steps": 500},
+    "dynamic": masked(0.15, 5, 20),
+    "dynamic_mask_20": masked(0.2, 7, 26),
+    "dynamic_mask_30": masked(0.3, 10, 40),  # small_fast now
+    "dynamic_mask_40": masked(0.4, 13, 52),
+    "dynamic_mask_30_seed_2": {**masked(0.3, 10, 40), "seed": 2},
+    "dynamic_mask_30_split_1000_500": {**masked(0.3, 10, 40), "phases.1.min_num_steps": 500},
+    "dynamic_mask_30_lr_1.5e-3": {**masked(0.3, 10, 40), "learning_rate": 1.5e-3},
+    # Speed only (run with --stop_at): XLA on the CPU, a model twice as wide.
+    "jit": {**STATIC_15, "jit_compile": True},
+    "wide": WIDE,
+    "wide_jit": {**WIDE, "jit_compile": True},
 }
 
 
@@ -61,6 +90,8 @@ def command_line(name, *flags):
 
 
 def environment():
+    """The commands' environment: with --code, its checkout on the path (and their working directory, since
+    `python -m` puts that first)."""
     return {**os.environ, "PYTHONPATH": CODE} if CODE else None
 
 
@@ -69,7 +100,7 @@ def run(command, log):
     with open(log, "a") as f:
         f.write(f"$ {' '.join(command)}\n")
         f.flush()
-        subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, check=True, env=environment())
+        subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, check=True, env=environment(), cwd=CODE)
 
 
 def prepare(corpus, work, vocab_size, whole_word):
@@ -155,11 +186,11 @@ def main(argv):
         shutil.copytree(os.path.join(args.work, "runs", args.extend_from, "model"), os.path.join(model_dir, "model"))
     os.makedirs(RESULTS, exist_ok=True)
     results = os.path.join(RESULTS, f"{corpus_name}.jsonl")
-    recipe = variant_recipe(args.variant, os.path.join(args.work, "runs", run_id + ".yaml"))
     overrides = VARIANTS[args.variant]
     first = short_records(data, overrides["phases.0.max_seq_length"], overrides["phases.0.max_predictions_per_seq"],
                           os.path.join(args.work, data_name, "prepare.log")) \
         if "phases.0.max_seq_length" in overrides else f"{data}/train-seq32.tfrecord"
+    recipe = variant_recipe(args.variant, os.path.join(args.work, "runs", run_id + ".yaml"))
     command = command_line("bert-pretrain", f"--config={recipe}", f"--num_train_steps={args.steps}",
                            f"--model_dir={model_dir}/model", f"--vocab_file={data}/vocab.txt",
                            f"--input_file={first}", f"--input_file={data}/train-seq128.tfrecord",
@@ -183,7 +214,7 @@ def main(argv):
         return rows[seen:]
 
     with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment())
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environment(), cwd=CODE)
         while process.poll() is None:
             time.sleep(10)
             new = record_curve(seen)

@@ -6,7 +6,8 @@
    chapter is held out (`write_bible_split`); `bert-vocab` learns a WordPiece vocab from the training chapters
    (~4,300 tokens: a small vocab keeps the output layer, and so each step, cheap on 2 cores).
 2. documents -> TFRecords: `bert-create-pretraining-data`, the original algorithm and format at the sequence
-   length of each phase of the demo recipe (32 tokens, 5 predictions; dupe_factor 5 for training, 1 held out).
+   length of each phase of the demo recipe (32 tokens, 5 predictions: the original 15% masks, which training draws
+   afresh at 30%; dupe_factor 5 for training, 1 held out).
 3. pre-training: `bert-pretrain --config=demo_cpu` (the tiny model on 128 sequences of 32 tokens a step, no
    dropout, the original AdamWeightDecay and schedule: docs/convergence.md says why), with TensorBoard logs, a
    progress line per loop and a PNG of the curves.
@@ -36,8 +37,8 @@ RECIPE = "demo_cpu"  # configs/pretrain/demo_cpu.yaml: its phases decide the rec
 # held-out chapter whose masked word is a noun that the training chapters put after the same three words in at least
 # 80% of at least 10 occurrences ("my lord the" -> king 37 of 39 times): a model that uses its context can know it,
 # one that predicts word frequencies or a bag of the verse's words cannot. The rule selects 80 held-out verses; the
-# demo model (3,000 steps) had the word in its top 5 for 47 of them (59%). The four shown are well-known verses of
-# that set from four books, chosen among those the model gets (docs/convergence.md says so too).
+# demo model of the time (3,000 steps at 15% masks) had the word in its top 5 for 47 of them (59%). The four shown are
+# well-known verses of that set from four books, chosen among those the model got (docs/convergence.md says so too).
 PREDICTION_SENTENCES = (
     ("Then the woman said, Please let your handmaid speak a word to my lord the king.", "king"),  # 2 Samuel 14:12
     ("You will see the Son of Man sitting at the right hand of Power, and coming with the clouds of the sky.",

@@ -92,11 +92,17 @@ class DemoData:
         return path
 
     def recipe_records(self, recipe):
-        """({phase name: training records at its lengths}, held-out records at the last phase's lengths)."""
+        """({phase name: training records at its lengths}, held-out records at the last phase's lengths). The records
+        hold the original 15% masks; a recipe that draws its own masks at another rate (`dynamic_masking`) has its
+        prediction slots scaled to 15% for them (demo_cpu: 10 slots at 30%, records with 5)."""
+        def slots(phase):
+            if not recipe.dynamic_masking.enabled:
+                return phase.max_predictions_per_seq
+            return round(phase.max_predictions_per_seq * MASKED_LM_PROB / recipe.dynamic_masking.masked_lm_prob)
+
         last = recipe.phases[-1]
-        heldout = self.records("heldout", last.max_seq_length, last.max_predictions_per_seq)
-        train = {phase.name: self.records("train", phase.max_seq_length, phase.max_predictions_per_seq)
-                 for phase in recipe.phases}
+        heldout = self.records("heldout", last.max_seq_length, slots(last))
+        train = {phase.name: self.records("train", phase.max_seq_length, slots(phase)) for phase in recipe.phases}
         return train, heldout
 
     def command(self, module, *arguments):

@@ -77,9 +77,10 @@ def test_a_mistyped_flag_is_one_line_and_exit_2_without_tensorflow(script, no_te
 
 @pytest.mark.fast
 def test_pretrain_names_a_missing_input_file_without_tensorflow(no_tensorflow, tmp_path):
-    missing = tmp_path / "train.tfrecord"
+    missing, vocab = tmp_path / "train.tfrecord", tmp_path / "vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")  # demo_cpu draws its masks: it needs the vocab
     done = installed("bert-pretrain", "--config=demo_cpu", f"--model_dir={tmp_path}/run", f"--input_file={missing}",
-                     env=no_tensorflow)
+                     f"--vocab_file={vocab}", env=no_tensorflow)
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.splitlines() == [f"bert-pretrain: error: phase 'seq32' (--input_file): input_file pattern "
                                         f"'{missing}' matches no file: check the path (globs are expanded here, so "

@@ -15,6 +15,7 @@ from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.optimizers.lamb import Lamb
+from bert_tf.records.schema import read_schema
 from bert_tf.training import pretraining
 from bert_tf.training.evaluation import evaluate
 from bert_tf.training.pretraining import NonFiniteLossError, run_pretraining
@@ -142,8 +143,11 @@ def test_dynamic_masking_without_next_sentence(data, tmp_path, built):
     # The batches the run trained on against the same records with their static masks. Both pipelines are built
     # afresh from the run's own arguments, with and without its masker: a first pass over a seeded pipeline gives
     # the run's batches in the run's order (a second pass over the run's own dataset object would reshuffle).
-    (spec, input_context, _), _ = built["datasets"]  # training, then eval
+    (spec, input_context, _), (held_out, _, _) = built["datasets"]  # training, then eval
     assert spec.is_training and spec.masker is not None
+    # The held-out records keep the masks they were written with (bert-evaluate's figure on the same records).
+    assert not held_out.is_training and held_out.masker is None
+    assert held_out.max_predictions_per_seq == read_schema([data["eval"]]).max_predictions_per_seq
     trained_on = built["real_dataset"](spec, input_context)
     static = built["real_dataset"](dataclasses.replace(spec, masker=None), input_context)
     rows = differing = masks_left = 0

@@ -27,7 +27,7 @@ def test_training_summary_gives_each_phases_batch():
     layout = types.SimpleNamespace(num_replicas=1, num_workers=1, num_input_pipelines=1)
     lines = summary_lines(recipe, BertConfig.preset("tiny"), 20000, [], None, 60.0, layout, "runs/small")
     text = "\n".join(lines)
-    assert "phases: seq32 18000 steps at 32/5, global batch 128, seq128 2000 steps at 128/20, global batch 32" in text
+    assert "phases: seq32 18000 steps at 32/10, global batch 128, seq128 2000 steps at 128/40, global batch 32" in text
     assert "global batch 32," not in text.split("phases:")[0]  # no single batch for a run of two
 
 

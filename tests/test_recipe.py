@@ -148,7 +148,7 @@ def test_dotted_overrides_reach_every_section():
 
 def test_mixed_inputs_round_trip_through_yaml_overrides_and_set(tmp_path):
     assert load_recipe("continue_domain").phases[0].mixed_inputs == ()  # no general corpus ships: none by default
-    recipe = load_recipe(write_yaml(tmp_path, "phases:\n  - {name: seq32, num_steps: 3000, max_seq_length: 32, "
+    recipe = load_recipe(write_yaml(tmp_path, "phases:\n  - {name: seq32, num_steps: 2500, max_seq_length: 32, "
                                               "max_predictions_per_seq: 5, input_file: domain-*.tfrecord,\n     "
                                               "mixed_inputs: [{input_file: 'general-*.tfrecord', share: 0.05}]}\n"))
     phase = recipe.phases[0]
@@ -206,7 +206,7 @@ def test_phase_fields_set_for_every_phase_need_one_value_per_phase():
 
 
 def test_mixed_inputs_errors_in_a_file_name_the_file(tmp_path):
-    path = write_yaml(tmp_path, "phases:\n  - {name: p, num_steps: 3000, max_seq_length: 32, "
+    path = write_yaml(tmp_path, "phases:\n  - {name: p, num_steps: 2500, max_seq_length: 32, "
                                 "max_predictions_per_seq: 5,\n     mixed_inputs: [{input_file: a, share: 0.1}, "
                                 "{input_file: b, share: 0.1, weight: 2}]}\n")
     with pytest.raises(RecipeError, match=r"^custom.yaml: phases\[0\]: mixed_inputs\[1\]: unknown field\(s\) "

@@ -31,6 +31,8 @@ from bert_tf.instances.masking import MaskingRules
 from bert_tf.modeling.attention_kernel import fused_attention_kernel
 from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.optimizers.optimization import create_optimizer
+from bert_tf.records.schema import read_schema
+from bert_tf.text.file_patterns import expand_file_patterns
 from bert_tf.text.vocabulary import Vocabulary, read_vocab_file
 from bert_tf.training import report
 from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, resume_point
@@ -370,9 +372,16 @@ class PretrainingRun:
         last = self._input_spec(len(self.recipe.phases) - 1, eval_spec.eval_batch_size)
         seq = eval_spec.max_seq_length or last.max_seq_length
         pred = eval_spec.max_predictions_per_seq or last.max_predictions_per_seq
+        masker = last.masker
+        if masker is not None:
+            # Held-out records masked once keep their masks under dynamic masking, so that the run's held-out
+            # accuracy is bert-evaluate's on the same records, at the rate the baselines beside it are scored at.
+            recorded = read_schema(expand_file_patterns(eval_spec.input_file, "eval.input_file"))
+            if recorded.max_predictions_per_seq:
+                masker, pred = None, eval_spec.max_predictions_per_seq or recorded.max_predictions_per_seq
         held_out = dataclasses.replace(last, input_patterns=eval_spec.input_file, weights=None, max_seq_length=seq,
                                        max_predictions_per_seq=pred, row_layout=self._row_layout(seq, pred),
-                                       is_training=False, seed=self.recipe.seed, drop_remainder=False)
+                                       is_training=False, seed=self.recipe.seed, drop_remainder=False, masker=masker)
         return evaluate(self.parts.model, pretraining_dataset(held_out), eval_spec.max_eval_steps, self.strategy,
                         batch_size=eval_spec.eval_batch_size)
 
