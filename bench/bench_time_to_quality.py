@@ -12,7 +12,8 @@ maskings, masked-LM prob 0.15), and one masking of the held-out chapters at the 
 
 Ours: the recipe (`--recipe`, default `demo_cpu`: its phases, batch sizes, optimizer, schedule, dropout and XLA
 setting are read from configs/pretrain/, nothing here repeats them) run by the package's own `PretrainingRun` and
-`Controller` (`bert-pretrain`'s code path: masked LM + NSP on the static records of each phase), with
+`Controller` (`bert-pretrain`'s code path: masked LM + NSP on the records of each phase, masked as the recipe says:
+demo_cpu draws 30% afresh for every batch), with
 `iterations_per_loop = --eval_every`; the controller scores the model every `--eval_every` steps and an eval action
 stops the run at the target or the time cap (after a checkpoint, as a run stopped by SIGTERM).
 
@@ -62,6 +63,7 @@ from bench.run_header import load_average, run_header  # noqa: E402
 from bert_tf.demo_data import DUPE_FACTOR, HELD_OUT_EVERY, RANDOM_SEED, VOCAB_SIZE, DemoData  # noqa: E402
 from bert_tf.inputs.input_spec import InputSpec  # noqa: E402
 from bert_tf.inputs.pretraining_dataset import pretraining_dataset  # noqa: E402
+from bert_tf.records.schema import read_schema  # noqa: E402
 from bert_tf.text.vocabulary import read_vocab_file  # noqa: E402
 from bert_tf.training.pretraining import PretrainingRun, resolve_bert_config  # noqa: E402
 from bert_tf.training.recipe import load_recipe  # noqa: E402
@@ -332,7 +334,8 @@ def main():
         vocab, train_records, heldout_records, chapters = prepare_data(work_dir, recipe, args)
         data_seconds = time.perf_counter() - started
         last = recipe.phases[-1]
-        lengths = (last.max_seq_length, last.max_predictions_per_seq)
+        written = read_schema(heldout_records)  # the records' own slots (a recipe that masks afresh has its own)
+        lengths = (written.max_seq_length, written.max_predictions_per_seq)
         recipe = recipe.override({
             "vocab_file": vocab, "phases.input_file": [train_records[p.name] for p in recipe.phases],
             "iterations_per_loop": args.eval_every, "save_checkpoints_steps": recipe.num_train_steps})
