@@ -72,6 +72,8 @@ VARIANTS = {
     "dynamic_mask_30_seed_2": {**masked(0.3, 10, 40), "seed": 2},
     "dynamic_mask_30_split_1000_500": {**masked(0.3, 10, 40), "phases.1.min_num_steps": 500},
     "dynamic_mask_30_lr_1.5e-3": {**masked(0.3, 10, 40), "learning_rate": 1.5e-3},
+    "dynamic_mask_30_seq64_batch64": {**masked(0.3, 19, 40), "phases.0.max_seq_length": 64,
+                                      "phases.0.train_batch_size": 64},
     "dynamic_mask_30_split_500_1000": {**masked(0.3, 10, 40), "num_train_steps": 1500, "phases.0.num_steps": 500,
                                        "phases.1.num_steps": 1000},
     # Speed only (run with --stop_at): XLA on the CPU, a model twice as wide.
