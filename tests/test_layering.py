@@ -18,6 +18,8 @@ ARCHITECTURE = os.path.join(REPO, "docs", "architecture.md")
 KERAS_ONLY = ("bert_tf/modeling/", "bert_tf/optimizers/", "bert_tf/accelerators/flops.py",
               "bert_tf/accelerators/device_peaks.py")
 TENSORFLOW = ("tensorflow", "tensorflow_text", "tf_keras", "tensorflow_hub")
+# The folders beside the package (docs/architecture.md, "Beside the package"), as top-level import names.
+BESIDE_THE_PACKAGE = ("bench", "experiments", "tools", "tests")
 
 
 def read_layers(path=ARCHITECTURE):
@@ -153,3 +155,11 @@ def test_keras_only_modules_import_no_tensorflow():
 ])
 def test_find_cycle(edges, cycle):
     assert find_cycle(edges) == cycle
+
+
+def test_the_package_imports_nothing_beside_it():
+    # bench/, experiments/ and tools/ may import the package, never the reverse (docs/architecture.md, "Beside the
+    # package"): a user's installed package has none of them.
+    found = [f"{path}:{line} imports {target}" for path in modules() for target, line in imports_of(path)
+             if target in BESIDE_THE_PACKAGE]
+    assert not found, "\n".join(found)

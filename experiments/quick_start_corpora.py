@@ -1,14 +1,14 @@
 """The README's quick start (split, vocab, records, `bert-pretrain --config=small_fast`, `bert-evaluate`) on a
 corpus, with a variant of the recipe: the measurements behind docs/convergence.md, "small_fast on other text".
 
-    .venv/bin/python bench/corpora.py --out /tmp/corpora
-    .venv/bin/python bench/quick_start_corpora.py --corpus /tmp/corpora/python_docs.txt --steps 1500
-    .venv/bin/python bench/quick_start_corpora.py --corpus /tmp/corpora/python_docs.txt --steps 1500 \\
+    .venv/bin/python -m experiments.corpora --out /tmp/corpora
+    .venv/bin/python -m experiments.quick_start_corpora --corpus /tmp/corpora/python_docs.txt --steps 1500
+    .venv/bin/python -m experiments.quick_start_corpora --corpus /tmp/corpora/python_docs.txt --steps 1500 \\
         --variant warmup_200 --stop_at 750   # a diagnostic: the first 750 steps only
-    .venv/bin/python bench/quick_start_corpora.py --corpus /tmp/corpora/python_docs.txt --steps 3000 \
+    .venv/bin/python -m experiments.quick_start_corpora --corpus /tmp/corpora/python_docs.txt --steps 3000 \
         --extend_from python_docs-small_fast-1500  # "more steps" on a finished run's model directory
 
-Each run appends to `bench/results/quick_start_corpora/<corpus>.jsonl` as it goes: one row per training loop (the
+Each run appends to `experiments/results/quick_start_corpora/<corpus>.jsonl` as it goes: one row per training loop (the
 training curve, as `train_metrics.jsonl` logs it), then one row with `bert-evaluate`'s held-out results and the
 baselines beside them. The data (split, vocab, records) is made once per corpus under --work and reused.
 `--code DIR` runs the commands from another checkout of the package (`git archive HEAD | tar -x -C DIR`), e.g. to
@@ -26,8 +26,10 @@ import time
 
 import yaml
 
+from experiments import RESULTS as EXPERIMENT_RESULTS
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(REPO, "bench", "results", "quick_start_corpora")
+RESULTS = os.path.join(EXPERIMENT_RESULTS, "quick_start_corpora")
 SMALL_FAST = os.path.join(REPO, "configs", "pretrain", "small_fast.yaml")
 
 # small_fast as it was when the levers were measured: every lever below is a change from the recipe of its time, so

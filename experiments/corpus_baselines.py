@@ -1,7 +1,7 @@
 """How hard a corpus is for masked-LM, before any model: three predictors fitted on its training records and scored
 on its held-out records (the quick start's, at 128 tokens), one JSON line per corpus.
 
-    .venv/bin/python bench/corpus_baselines.py /tmp/quick_start_corpora/{bible,python_docs,shakespeare}/data
+    .venv/bin/python -m experiments.corpus_baselines /tmp/quick_start_corpora/{bible,python_docs,shakespeare}/data
 
 - `unigram`: always the most frequent masked word (what `bert-evaluate` calls the unigram baseline);
 - `order_blind`: `bert_tf.training.word_order_baseline` (the plateau: what a model that ignores word order scores);
@@ -9,7 +9,7 @@ on its held-out records (the quick start's, at 128 tokens), one JSON line per co
   (backing off to the left neighbour alone, then the unigram): a model that reads word order beats the plateau by
   about this much at least.
 
-Rows go to `bench/results/corpus_baselines/baselines.jsonl`.
+Rows go to `experiments/results/corpus_baselines/baselines.jsonl`.
 """
 
 import collections
@@ -21,9 +21,9 @@ import numpy as np
 
 from bert_tf.records.reader import read_records
 from bert_tf.training.word_order_baseline import order_blind_baseline
+from experiments import RESULTS as EXPERIMENT_RESULTS
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(REPO, "bench", "results", "corpus_baselines", "baselines.jsonl")
+RESULTS = os.path.join(EXPERIMENT_RESULTS, "corpus_baselines", "baselines.jsonl")
 
 
 def _masked(path, max_records):

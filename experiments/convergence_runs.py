@@ -4,10 +4,10 @@ Every run starts from the demo recipe (`configs/pretrain/demo_cpu.yaml`), change
 trains through the `bert-pretrain` command a user types, and is scored on the held-out chapters with the original
 metrics. The training log (`train_metrics.jsonl`: masked-LM accuracy per loop) gives the curve; the figure puts
 each group's curves in one PNG. Each run appends its held-out metrics, time and curve to
-`bench/results/convergence_runs/results.jsonl`.
+`experiments/results/convergence_runs/results.jsonl`.
 
-    .venv/bin/python -m bench.convergence_runs --data_dir /tmp/bible --runs base,lr_3e-4,seq64 --steps 1500
-    .venv/bin/python -m bench.convergence_runs --data_dir /tmp/bible --list
+    .venv/bin/python -m experiments.convergence_runs --data_dir /tmp/bible --runs base,lr_3e-4,seq64 --steps 1500
+    .venv/bin/python -m experiments.convergence_runs --data_dir /tmp/bible --list
 
 The data directory is filled on first use by the demo's `DemoData` (Bible chapters, every 10th held out; `bert-vocab`;
 `bert-create-pretraining-data` at each length a run needs, dupe_factor 5 for training, 1 held out).
@@ -22,6 +22,7 @@ import yaml
 
 from bench.harness import REPO, PretrainFailed, run_pretrain, write_result
 from bert_tf.demo_data import MASKED_LM_PROB, DemoData
+from experiments import RESULTS
 
 SEQ_LENGTHS = {128: 20, 64: 10, 32: 5}  # records' length -> predictions per sequence
 EXTRA_RECORDS = {"64m40": (64, 26, 0.4)}  # name -> (length, predictions, masked_lm_prob)
@@ -135,7 +136,7 @@ def run(name, args, data):
                                           for row in done.history]}
     with open(os.path.join(run_dir, "summary.json"), "w") as f:
         json.dump(summary, f)
-    write_result("convergence_runs", summary)
+    write_result("convergence_runs", summary, results=RESULTS)
     print(f"{name}: held-out masked-LM accuracy {results['masked_lm_accuracy']:.4f}, NSP "
           f"{results.get('next_sentence_accuracy', float('nan')):.4f}, {done.seconds:.0f} s ({description})",
           flush=True)

@@ -2,7 +2,7 @@
 trained with `bert-pretrain` and plotted against the non-padding tokens seen (run by hand; docs/row_packing.md).
 
 Data: the embedded Bible's chapters with their sentences grouped into documents of 2-12 (seeded), the grouping
-of `bench_row_packing.py` that pads more; every 10th chapter held out. `bert-create-pretraining-data` writes the
+of `bench/bench_row_packing.py` that pads more; every 10th chapter held out. `bert-create-pretraining-data` writes the
 training records at 128 tokens unpacked and with `--pack` (same seed: the same instances) and the held-out
 records unpacked, which every run is scored on at the end with the original metrics.
 
@@ -10,9 +10,9 @@ Each run: the tiny model at H=64 (FFN 256), batch 16 rows, the original schedule
 over `--steps`, a log row every 10 steps. A packed batch holds more instances, so in the same steps a packed run
 sees more tokens: the curves are drawn against non-padding tokens seen (step x rows x the records' mean
 non-padding tokens per row). Each run appends its tokens seen and held-out metrics to
-`bench/results/row_packing_convergence/results.jsonl`.
+`experiments/results/row_packing_convergence/results.jsonl`.
 
-    .venv/bin/python -m bench.row_packing_convergence --steps 300 --out docs/images/row_packing_convergence.png
+    .venv/bin/python -m experiments.row_packing_convergence --steps 300 --out docs/images/row_packing_convergence.png
 """
 
 import argparse
@@ -28,6 +28,7 @@ from bert_tf.text.bible import read_bible_documents
 from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.tokenizer import FullTokenizer
 from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
+from experiments import RESULTS
 
 SEQ, PREDICTIONS, ROWS = 128, 20, 16
 # The tiny preset narrowed so that four runs take minutes on 2 shared cores.
@@ -108,7 +109,7 @@ def main():
                     "tokens_seen": round(args.steps * ROWS * tokens_per_row[name]),
                     **{k: round(v, 4) for k, v in final.items()}}
             if not args.plot_only:
-                write_result("row_packing_convergence", line)
+                write_result("row_packing_convergence", line, results=RESULTS)
             print(json.dumps(line), flush=True)
 
     import matplotlib
