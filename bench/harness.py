@@ -138,7 +138,8 @@ def machine():
 
 
 def write_result(script, row, file_name="results.jsonl", results=RESULTS):
-    """Appends `row` (a dict) with this process's `run_id`, the command and the `machine()` as one JSON line to
+    """Appends `row` (a dict) with this process's `run_id`, the command, `source: measured` (what
+    tools/render_measurements.py asks of a row) and the `machine()` as one JSON line to
     `results/<script>/<file_name>` (made if missing) and flushes it, so a run cut short keeps every line it wrote.
     Returns the file's path.
 
@@ -149,8 +150,7 @@ def write_result(script, row, file_name="results.jsonl", results=RESULTS):
     directory = os.path.join(results, script)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, file_name)
-    line = {"run_id": RUN_ID, "command": command_line(),
-            "machine": machine(), **row}
+    line = {"run_id": RUN_ID, "command": command_line(), "source": "measured", "machine": machine(), **row}
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")
         f.flush()

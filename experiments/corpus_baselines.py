@@ -64,7 +64,9 @@ def main(data_dirs):
         row = {"corpus": os.path.basename(os.path.dirname(os.path.abspath(data))), "seq": 128,
                "masked_positions": positions, "unigram": round(unigram, 4),
                "order_blind": round(order_blind_baseline([train], [held])["accuracy"], 4),
-               "neighbours": round(neighbours, 4)}
+               "neighbours": round(neighbours, 4),
+               "command": " ".join([".venv/bin/python -m experiments.corpus_baselines", *data_dirs]),
+               "source": "measured"}
         with open(RESULTS, "a") as f:
             f.write(json.dumps(row) + "\n")
         print(row)

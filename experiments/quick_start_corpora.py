@@ -160,7 +160,7 @@ def variant_recipe(name, path):
 
 def append(path, row):
     with open(path, "a") as f:
-        f.write(json.dumps(row) + "\n")
+        f.write(json.dumps({**row, "source": "measured"}) + "\n")
 
 
 def main(argv):

@@ -88,6 +88,7 @@ def test_result_lines_append_with_the_run_id_and_the_machine(tmp_path):
     assert [(line["preset"], line["ratio"]) for line in lines] == [("tiny", 1.07), ("mini", 0.98)]
     assert {line["run_id"] for line in lines} == {harness.RUN_ID} and len(harness.RUN_ID) == len("20261128T081500Z")
     assert lines[0]["machine"]["cores"] == os.cpu_count() and lines[0]["machine"]["cpu"]
+    assert {line["source"] for line in lines} == {"measured"} and all(line["command"] for line in lines)
 
 
 def test_module_example_runs():
