@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The developer set: every extra but gpu (a plain `pip install .` is the lean one: pre-train, fine-tune, serve).
-EXTRAS ?= test,corpus,serving,hub,beam,transformers,tensorboard,tfds,keras_hub
+EXTRAS ?= test,corpus,serving,hub,beam,transformers,tensorboard,tfds,keras_hub,chinese
 # jax 0.11.2 without TensorFlow, for the large tier's check of TensorFlow's step under jax's XLA (`jax-venv` below).
 JAX_VENV := .venv-jax
 JAX_STAMP := $(JAX_VENV)/.installed

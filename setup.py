@@ -23,6 +23,8 @@ REQUIRES_WITHOUT_TENSORFLOW = [
     "safetensors>=0.4",
     "matplotlib>=3.8",
     "tqdm>=4.66",
+    # Unicode's Sentence_Terminal property, for sentence ends in every script (text/sentences.py).
+    "regex>=2023.0",
 ]
 INSTALL_REQUIRES = [TENSORFLOW] + TENSORFLOW_DEPENDENT + REQUIRES_WITHOUT_TENSORFLOW
 
@@ -46,6 +48,9 @@ EXTRAS_REQUIRE = {
     # tensorflow-hub imports pkg_resources, which recent setuptools (84 here) no longer ships; torch (the
     # transformers extra) would otherwise pull the newest setuptools.
     "hub": ["tensorflow-hub>=0.16", "tf-keras>=2.20,<2.22", "setuptools<81"],
+    # Chinese whole-word masking (bert-create-pretraining-data --word_segmenter=jieba): jieba is pure Python, its
+    # dictionary inside the package, so it needs nothing at run time; Beam workers need it too.
+    "chinese": ["jieba==0.42.1"],
     "test": ["pytest>=8", "pytest-xdist>=3", "ruff==0.17.6"],
     # bert-convert --to hf is checked by loading its output in transformers; torch 2.13.0 has a CPU wheel here
     # (a version range could pull a CUDA build).

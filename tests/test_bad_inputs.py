@@ -27,7 +27,8 @@ from bert_tf.text.vocab_learning import write_vocab as write_vocab_file
 from helpers import run_cli, tiny_config
 from pretraining_records import vocab_tokens, write_records, write_vocab
 
-Row = collections.namedtuple("Row", "case args code words")
+# `env`: variables added to the command's environment (it then runs in a child process), e.g. to hide an extra.
+Row = collections.namedtuple("Row", "case args code words env", defaults=(None,))
 
 ROWS = {
     "vocab": [
@@ -80,6 +81,14 @@ ROWS = {
             ["{out}/socket is a socket"]),
         Row("output a block device", ["--input_file={corpus}", "--output_file={out}/block", "--vocab_file={vocab}"],
             2, ["{out}/block is a block device"]),
+        Row("word segmenter without whole-word masking", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
+                                                          "--vocab_file={vocab}", "--word_segmenter=jieba"], 2,
+            ["word_segmenter", "add --do_whole_word_mask"]),
+        Row("word segmenter extra not installed", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
+                                                   "--vocab_file={vocab}", "--word_segmenter=jieba",
+                                                   "--do_whole_word_mask"], 2,
+            ["word_segmenter='jieba' needs the optional package jieba", "pip install 'bert_tf[chinese]'"],
+            env={"PYTHONPATH": "{without_jieba}"}),
     ],
     "inspect_data": [
         Row("corrupt record file", ["--input_file={corrupt_records}", "--vocab_file={vocab}"], 2,
@@ -258,6 +267,9 @@ def paths(tmp_path_factory, minilm_dir):
     (root / "empty.txt").write_text("")
     (root / "vocab_without_mask.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\nlord\n")
     (root / "corpus.txt").write_text("The Lord is my shepherd.\nHe restores my soul.\n\nJesus wept.\n" * 20)
+    # A folder that, first on PYTHONPATH, makes the optional jieba (the `chinese` extra) fail to import as if absent.
+    (root / "without_jieba" / "jieba").mkdir(parents=True)
+    (root / "without_jieba" / "jieba" / "__init__.py").write_text("raise ImportError('No module named jieba')\n")
     write_vocab(root / "vocab.txt")
     write_records(root / "records.tfrecord", 4, seq=16, pred=3)
     data = bytearray((root / "records.tfrecord").read_bytes())
@@ -292,7 +304,8 @@ def paths(tmp_path_factory, minilm_dir):
         (root / "hf_short_vocab" / name).symlink_to(f"{minilm_dir}/{name}")
     with open(f"{minilm_dir}/vocab.txt", encoding="utf-8") as f:
         (root / "hf_short_vocab" / "vocab.txt").write_text("".join(f.readlines()[:100]))
-    return {"dir": root / "dir", "file": root / "file", "corpus": root / "corpus.txt", "vocab": root / "vocab.txt",
+    return {"without_jieba": root / "without_jieba",
+            "dir": root / "dir", "file": root / "file", "corpus": root / "corpus.txt", "vocab": root / "vocab.txt",
             "empty": root / "empty.txt", "vocab_without_mask": root / "vocab_without_mask.txt",
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
             "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
@@ -358,7 +371,8 @@ TRAINING_COMMANDS = ("pretrain", "finetune")
 def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
     names = {**paths, "out": tmp_path}
     nodes = make_nodes(tmp_path, " ".join(row.args))
-    process = run_cli(command, *(arg.format(**names) for arg in row.args))
+    env = {name: value.format(**names) for name, value in row.env.items()} if row.env else None
+    process = run_cli(command, *(arg.format(**names) for arg in row.args), env=env)
     assert {name: stat.S_IFMT(os.lstat(path).st_mode) for name, path in nodes.items()} == {
         name: NODES[name][0] for name in nodes}, "an output node was replaced"
     program = "bert-" + command.replace("_", "-")

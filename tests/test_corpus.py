@@ -94,6 +94,19 @@ def test_sentence_rule():
     assert split_sentences("  \n\n ") == []
 
 
+def test_sentence_ends_of_other_scripts():
+    # Chinese and Japanese: no space after 。！？, closing quotes and brackets stay with their sentence.
+    assert split_sentences("他说：“你好！”然后走了。雨が降った。傘がない！３月に来た．次") == [
+        "他说：“你好！”", "然后走了。", "雨が降った。", "傘がない！", "３月に来た．", "次"]
+    # Devanagari danda, Arabic question mark and full stop, Urdu full stop, Ethiopic full stop.
+    assert split_sentences("यह मेरी किताब है। वह कहाँ है? ठीक है।") == ["यह मेरी किताब है।", "वह कहाँ है?", "ठीक है।"]
+    assert split_sentences("هل أنت بخير؟ نعم. شكرا") == ["هل أنت بخير؟", "نعم.", "شكرا"]
+    assert split_sentences("یہ کتاب ہے۔ وہ قلم ہے۔") == ["یہ کتاب ہے۔", "وہ قلم ہے۔"]
+    assert split_sentences("ሰላም ነው። እንዴት ነህ?") == ["ሰላም ነው።", "እንዴት ነህ?"]
+    # A script with case keeps the English rule: a lower-case next word does not start a sentence.
+    assert split_sentences("Он пришёл. Она ушла. и всё.") == ["Он пришёл.", "Она ушла. и всё."]
+
+
 def test_bible_is_a_document_per_chapter_without_footnotes_or_title_markers(bible_csv):
     counts = CorpusCounts()
     documents = list(read_bible_documents(counts, bible_csv))

@@ -4,7 +4,9 @@ The rules are the `MaskingRules` of the original `create_masked_lm_predictions` 
 describes them and holds the reference): [CLS], [SEP] and [PAD] are never candidates; num_to_predict =
 min(max_predictions_per_seq, max(1, round(len * masked_lm_prob))) with len counting the special tokens; with whole-word
 masking a "##" piece joins the previous candidate's word and a word that would exceed the budget is skipped; each chosen
-token is [MASK] 80% of the time, kept 10%, a random token of the whole vocab 10%; positions come out sorted.
+token is [MASK] 80% of the time, kept 10%, a random token of the whole vocab 10%; positions come out sorted. Records
+that carry a word segmenter's groups (`word_starts`, records/word_starts.py) are grouped by them instead of by "##"
+pieces (a record without them, or with all 0, by "##" pieces).
 
 Two ops are written here instead of taken from tensorflow-text: its `RandomItemSelector` selects
 ceil(rate * selectable items) with the budget counted in words, not the original's rounded count over all tokens
@@ -16,6 +18,7 @@ seed).
 import tensorflow as tf
 
 from bert_tf.instances.masking import MaskingRules
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE
 from bert_tf.text.vocabulary import MASKING_TOKENS, Vocabulary
 
 
@@ -48,8 +51,9 @@ class DynamicMasker:
         self._is_subword = tf.constant(self.vocabulary.is_subword, tf.bool)
 
     def mask_batch(self, features, max_predictions_per_seq, seed):
-        """Unmasked features (input_word_ids, input_mask, input_type_ids [B, T], next_sentence_labels [B, 1])
-        -> the full pre-training feature dict of the static path, masks drawn from `seed` (int64 [2])."""
+        """Unmasked features (input_word_ids, input_mask, input_type_ids [B, T], next_sentence_labels [B, 1]; and
+        optionally word_starts [B, T]) -> the full pre-training feature dict of the static path, masks drawn from
+        `seed` (int64 [2])."""
         ids = tf.convert_to_tensor(features["input_word_ids"], tf.int32)
         input_mask = tf.cast(features["input_mask"], tf.int32)
         batch, seq_len = tf.shape(ids)[0], tf.shape(ids)[1]
@@ -64,7 +68,8 @@ class DynamicMasker:
         budget = tf.minimum(num_predictions, tf.maximum(1, budget))
 
         if self.rules.do_whole_word_mask:
-            selected = self._select_whole_words(ids, candidate, budget, select_seed)
+            selected = self._select_whole_words(ids, candidate, budget, select_seed,
+                                                features.get(WORD_STARTS_FEATURE))
         else:
             selected = self._select_tokens(candidate, budget, num_predictions, select_seed)
 
@@ -119,11 +124,16 @@ class DynamicMasker:
         take = (tf.range(k)[tf.newaxis, :] < budget[:, tf.newaxis]) & tf.gather(candidate, chosen, batch_dims=1)
         return _scatter_rows(chosen, take, tf.shape(candidate))
 
-    def _select_whole_words(self, ids, candidate, budget, seed):
+    def _select_whole_words(self, ids, candidate, budget, seed, word_starts=None):
         """The original's greedy pass over shuffled words: a word that would exceed the budget is skipped."""
         seq_len = tf.shape(ids)[1]
-        # As in the original, a "##" piece joins the previous candidate's word, even across a [SEP].
-        is_piece = tf.gather(self._is_subword, ids) & candidate
+        # As in the original, a "##" piece joins the previous candidate's word, even across a [SEP]; with word
+        # starts, a token joins it unless it starts a group (`StaticMasker.continues_word`, the same rule).
+        is_piece = tf.gather(self._is_subword, ids)
+        if word_starts is not None:
+            given = tf.cast(word_starts, tf.int32) > 0
+            is_piece = tf.where(tf.reduce_any(given, axis=1, keepdims=True), tf.logical_not(given), is_piece)
+        is_piece &= candidate
         earlier_candidate = tf.cumsum(tf.cast(candidate, tf.int32), axis=1, exclusive=True) > 0
         starts = candidate & tf.logical_not(is_piece & earlier_candidate)
         word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # the word of each candidate token
@@ -164,7 +174,8 @@ class DynamicMasker:
     def unmasked_features(self, features):
         """Records' features -> the four unmasked ones `mask_batch` takes; static masks in them are undone.
 
-        Missing features are filled in: input_mask from ids != [PAD], input_type_ids and next_sentence_labels 0.
+        Missing features are filled in: input_mask from ids != [PAD], input_type_ids and next_sentence_labels 0;
+        word_starts is kept when present.
         """
         ids = tf.cast(features["input_word_ids"], tf.int32)
         if "masked_lm_positions" in features and "masked_lm_ids" in features:
@@ -181,13 +192,16 @@ class DynamicMasker:
         input_mask = tf.cast(tf.not_equal(ids, self.pad_id), tf.int32) if input_mask is None else input_mask
         types = features.get("input_type_ids")
         labels = features.get("next_sentence_labels")
-        return {
+        unmasked = {
             "input_word_ids": ids,
             "input_mask": tf.cast(input_mask, tf.int32),
             "input_type_ids": tf.zeros_like(ids) if types is None else tf.cast(types, tf.int32),
             "next_sentence_labels": (tf.zeros([batch, 1], tf.int32) if labels is None
                                      else tf.reshape(tf.cast(labels, tf.int32), [batch, 1])),
         }
+        if WORD_STARTS_FEATURE in features:
+            unmasked[WORD_STARTS_FEATURE] = tf.cast(features[WORD_STARTS_FEATURE], tf.int32)
+        return unmasked
 
 
 def _scatter_rows(columns, values, shape):

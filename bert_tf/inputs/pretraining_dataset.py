@@ -20,6 +20,7 @@ from bert_tf.records.checked_reading import checked_records, expected_record_byt
 from bert_tf.records.compression import detect_compression
 from bert_tf.records.packed_rows import FORMAT_FEATURE
 from bert_tf.records.schema import read_schema
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE
 from bert_tf.text.file_patterns import expand_file_patterns
 
 MODEL_FEATURES = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions", "masked_lm_ids",
@@ -66,7 +67,8 @@ def pretraining_dataset(spec, input_context=None):
     drop_remainder = spec.drop_remainder
     if schema.packed:
         schema.check_packed(seq, spec.row_layout)
-        batches = records.batch(batch_size, drop_remainder=drop_remainder).map(_packed_parser(schema), **parallel)
+        batches = records.batch(batch_size, drop_remainder=drop_remainder).map(
+            _packed_parser(schema, _reads_word_starts(masker)), **parallel)
         if masker is not None:
             layout = schema.row_layout
             batches = batches.enumerate().map(
@@ -107,7 +109,7 @@ def _checked_schema(sets, names, max_seq_length, max_predictions_per_seq, dynami
         schema.check(max_seq_length, max_predictions_per_seq, required=_DYNAMIC_REQUIRED if dynamic else None,
                      shorter_sequences=dynamic, masks=not dynamic)
         first = schemas[0] if schemas else schema
-        if _form(schema) != _form(first) or (schema.packed and schema.lengths != first.lengths):
+        if _form(schema) != _form(first) or (schema.packed and schema.row_layout != first.row_layout):
             raise InputError(f"The records of {schema.path} ({_form(schema)}) do not match those of {first.path} "
                              f"({_form(first)}): the input sets mixed in one phase must be written alike (the "
                              f"same names, features and lengths).")
@@ -116,9 +118,16 @@ def _checked_schema(sets, names, max_seq_length, max_predictions_per_seq, dynami
 
 
 def _form(schema):
-    """The names, packing and features of a schema, for comparing and naming input sets."""
+    """The names, packing and features of a schema, for comparing and naming input sets. Optional features
+    (word_starts) are left out: sets with and without them may be mixed."""
+    required = [name for name in schema.length_of if name not in schema.optional_features]
     return (f"{schema.names} names, {'packed rows' if schema.packed else 'one instance per record'}, features "
-            f"{sorted(schema.record_name(name) for name in schema.length_of)}")
+            f"{sorted(schema.record_name(name) for name in required)}")
+
+
+def _reads_word_starts(masker):
+    """Whether the batches need the records' word starts: only whole-word dynamic masking groups by them."""
+    return masker is not None and masker.rules.do_whole_word_mask
 
 
 def _mixed_records(sets, spec, input_context, seed, num_parallel_calls):
@@ -164,9 +173,13 @@ def _pipeline_records(files, compressions, expected_bytes, input_context, spec, 
     return records
 
 
-def _packed_parser(schema):
-    """(paths [B], serialized [B]) -> packed rows with the model's names (the format version left out)."""
+def _packed_parser(schema, word_starts):
+    """(paths [B], serialized [B]) -> packed rows with the model's names (the format version left out); with
+    `word_starts`, the rows' word starts too (all 0 in a row written without them)."""
     spec = schema.feature_spec()
+    spec.pop(WORD_STARTS_FEATURE, None)
+    if word_starts:
+        spec[WORD_STARTS_FEATURE] = spec_lib.optional_feature(WORD_STARTS_FEATURE, schema.max_seq_length)
 
     @tf.autograph.experimental.do_not_convert  # TensorFlow ops only: nothing to convert
     def parse(paths, serialized):
@@ -182,6 +195,8 @@ def _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, m
     wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
     present = [(name, dtype, kind) for name, dtype, kind in spec_lib.V1_FEATURES if name in schema.length_of]
     ragged_spec = {schema.record_name(name): tf.io.RaggedFeature(dtype) for name, dtype, _ in present}
+    if _reads_word_starts(masker):  # a record without them gives an empty row, padded with 0s below
+        ragged_spec[WORD_STARTS_FEATURE] = tf.io.RaggedFeature(tf.int64)
 
     def check_lengths(paths, name, ragged, expected, exact):
         lengths = ragged.row_lengths()
@@ -211,6 +226,8 @@ def _batch_parser(schema, max_seq_length, max_predictions_per_seq, batch_size, m
             exact = masker is None or kind != "seq"
             checks.append(check_lengths(paths, name, parsed[name], wanted[kind], exact))
             dense[name] = parsed[name].to_tensor(shape=[batch_size, wanted[kind]])
+        if WORD_STARTS_FEATURE in ragged_spec:
+            dense[WORD_STARTS_FEATURE] = parsed[WORD_STARTS_FEATURE].to_tensor(shape=[batch_size, max_seq_length])
         with tf.control_dependencies(checks):
             features = {k: tf.identity(v) for k, v in spec_lib.to_model_features(dense).items()}
         if masker is not None:

@@ -9,6 +9,8 @@ feature names.
 
 import tensorflow as tf
 
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE
+
 
 def assign_rows(lengths, prediction_counts, layout):
     """Best-fit decreasing as `bert_tf.instances.best_fit_rows.assign_rows`, in TensorFlow ops: lengths and
@@ -96,7 +98,8 @@ def pack_instances(instances, layout):
 
 def split_rows(rows, layout):
     """Packed rows [B, ...] (model names) -> (their instances' unmasked-looking features input_word_ids,
-    input_mask, input_type_ids [B * K, T] and next_sentence_labels [B * K, 1], with empty slots as empty
+    input_mask, input_type_ids (and word_starts when the rows have it) [B * K, T] and next_sentence_labels
+    [B * K, 1], with empty slots as empty
     instances; the row of each, its slot and its first token)."""
     batch = tf.shape(rows["input_word_ids"])[0]
     seq_len, slots = layout.max_seq_length, layout.max_instances_per_row
@@ -108,9 +111,11 @@ def split_rows(rows, layout):
     t = tf.range(seq_len)
     real = t[tf.newaxis, tf.newaxis, :] < lengths[:, :, tf.newaxis]                       # [B, K, T]
     source = tf.where(real, starts[:, :, tf.newaxis] + t, 0)
+    token_features = ("input_word_ids", "input_mask", "input_type_ids") + tuple(
+        name for name in (WORD_STARTS_FEATURE,) if name in rows)
     instances = {name: tf.reshape(tf.where(real, tf.gather(tf.cast(rows[name], tf.int32), source, batch_dims=1), 0),
                                   [batch * slots, seq_len])
-                 for name in ("input_word_ids", "input_mask", "input_type_ids")}
+                 for name in token_features}
     instances["next_sentence_labels"] = tf.reshape(tf.cast(rows["next_sentence_labels"], tf.int32), [-1, 1])
     row_of = tf.repeat(tf.range(batch), slots)
     slot_of = tf.tile(tf.range(slots), [batch])

@@ -26,10 +26,11 @@ from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.text.corpus import INPUT_FORMATS, CorpusCounts, read_sentence_documents, read_text_documents
 from bert_tf.text.file_patterns import expand_file_patterns
 from bert_tf.text.vocabulary import SPECIAL_TOKENS
+from bert_tf.text.word_segmenter import WordSegmenter
 
 _FILE_SHARD_STRIDE = 2 ** 32  # shard indices of file f start at f * stride
 _COUNTED = ("documents", "empty_documents", "one_sentence_documents", "sentences", "empty_sentences", "tokens",
-            "undecodable_lines")
+            "word_segmented_sentences", "word_fallback_sentences", "undecodable_lines")
 
 
 class ReadShards(beam.DoFn):
@@ -60,11 +61,13 @@ class ShardToRecords(beam.DoFn):
         from bert_tf.text.tokenizer import FullTokenizer  # TensorFlow is imported on the workers only
         self.tokenizer = FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
         self.vocab = self.tokenizer.vocabulary.require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
+        # The workers need the segmenter's extra too (e.g. Dataflow's --extra_package or a requirements file).
+        self.segmenter = WordSegmenter(self.options.word_segmenter) if self.options.word_segmenter else None
 
     def process(self, element):
         index, documents = element
         counts = CorpusCounts()
-        shard = TokenizedShard.from_documents(index, documents, self.tokenizer, counts)
+        shard = TokenizedShard.from_documents(index, documents, self.tokenizer, counts, self.segmenter)
         for name in _COUNTED[:-1]:
             Metrics.counter("corpus", name).inc(getattr(counts, name))
         result = process_shard(shard, self.options, self.vocab)
@@ -86,6 +89,8 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
     if input_format not in INPUT_FORMATS:
         raise InputError(f"input_format={input_format!r} is unknown: the Beam pipeline reads {INPUT_FORMATS}.")
     files = expand_file_patterns(input_file)
+    if options.word_segmenter:
+        WordSegmenter(options.word_segmenter)  # refused here, before any worker starts, when it is not installed
     types = beam.io.filesystem.CompressionTypes
     compression = types.GZIP if options.gzip else types.UNCOMPRESSED
     return (pipeline

@@ -4,7 +4,9 @@ description, and `StaticMasker`, which applies them to one sequence or a batch o
 The rules, per sequence of `n` tokens (special tokens included):
 1. Candidates: every position except [CLS] and [SEP]. With whole-word masking a candidate whose token starts
    with "##" joins the group of the candidate before it (even across the middle [SEP], as in the original);
-   otherwise each candidate is its own group.
+   otherwise each candidate is its own group. Where a sequence comes with word starts (a word segmenter's groups,
+   `text/word_segmenter.py`; 1 where a group starts), a candidate joins the group before it unless its word start
+   is 1; a sequence whose word starts are all 0 (records written without them) keeps the "##" rule.
 2. The groups are visited in a uniformly random order (the original shuffles them).
 3. num_to_predict = min(max_predictions_per_seq, max(1, round(n * masked_lm_prob))), Python's round (half to even).
 4. Greedy pass: stop once num_to_predict positions are chosen; skip a group that would exceed it.
@@ -155,22 +157,33 @@ class StaticMasker:
         return cls(rules, vocabulary.size, vocabulary.mask_id,
                    (vocabulary.pad_id, vocabulary.cls_id, vocabulary.sep_id), vocabulary.is_subword)
 
-    def candidate_groups(self, token_ids):
+    def continues_word(self, ids, word_starts=None):
+        """Whether each token joins the group of the candidate before it (with whole-word masking): a "##" piece,
+        or with `word_starts` (same shape as ids) a token whose word start is 0, in rows holding any start."""
+        ids = np.asarray(ids)
+        is_piece = self.is_subword[ids]
+        if word_starts is None:
+            return is_piece
+        given = np.asarray(word_starts) > 0
+        return np.where(given.any(axis=-1, keepdims=True), ~given, is_piece)
+
+    def candidate_groups(self, token_ids, word_starts=None):
         """Groups of candidate positions in sequence order (the original's `cand_indexes`)."""
+        continues = self.continues_word(token_ids, word_starts)
         groups = []
         for i, token in enumerate(token_ids):
             if token in self.special_ids:
                 continue
-            if self.rules.do_whole_word_mask and groups and self.is_subword[token]:
+            if self.rules.do_whole_word_mask and groups and continues[i]:
                 groups[-1].append(i)
             else:
                 groups.append([i])
         return groups
 
-    def mask_sequence(self, token_ids, draws):
+    def mask_sequence(self, token_ids, draws, word_starts=None):
         """Reference for one unpadded sequence -> (output ids, sorted positions, labels), as Python lists."""
         token_ids = [int(t) for t in token_ids]
-        groups = self.candidate_groups(token_ids)
+        groups = self.candidate_groups(token_ids, word_starts)
         groups.sort(key=lambda group: draws.keys[group[0]])  # stable: the shuffle of the original
         budget = self.rules.num_to_predict(len(token_ids))
         output = list(token_ids)
@@ -187,8 +200,9 @@ class StaticMasker:
         chosen.sort()
         return output, chosen, [token_ids[i] for i in chosen]
 
-    def mask_batch(self, ids, lengths, draws):
-        """The same rules on a padded batch: ids int [N, T], lengths [N] (tokens before the padding).
+    def mask_batch(self, ids, lengths, draws, word_starts=None):
+        """The same rules on a padded batch: ids int [N, T], lengths [N] (tokens before the padding), word_starts
+        [N, T] or None.
 
         Returns (output ids [N, T], positions [N, P], labels [N, P], weights float32 [N, P], counts [N]) with
         P = max_predictions_per_seq, positions sorted and zero-padded, weights 1.0 on real predictions.
@@ -204,7 +218,7 @@ class StaticMasker:
         budget = np.minimum(rules.max_predictions_per_seq,
                             np.maximum(1, np.round(lengths * rules.masked_lm_prob).astype(np.int64)))
         if rules.do_whole_word_mask:
-            chosen = self._choose_whole_words(ids, candidate, budget, draws.keys)
+            chosen = self._choose_whole_words(ids, candidate, budget, draws.keys, word_starts)
         else:
             chosen = self._choose_tokens(candidate, budget, draws.keys)
 
@@ -230,11 +244,11 @@ class StaticMasker:
         threshold = np.take_along_axis(smallest, np.minimum(budget, k)[:, None] - 1, axis=1)
         return candidate & (keys <= threshold)
 
-    def _choose_whole_words(self, ids, candidate, budget, keys):
+    def _choose_whole_words(self, ids, candidate, budget, keys, word_starts=None):
         """Word groups visited in key order; a group that would exceed the budget is skipped."""
         num_rows, seq_len = ids.shape
         has_earlier = (np.cumsum(candidate, axis=1) - candidate) > 0
-        starts = candidate & ~(self.is_subword[ids] & has_earlier)
+        starts = candidate & ~(self.continues_word(ids, word_starts) & has_earlier)
         group = np.where(candidate, np.cumsum(starts, axis=1) - 1, -1)  # group index of each position, per row
         num_groups = starts.sum(axis=1)
         flat_group = (np.arange(num_rows)[:, None] * seq_len + group)[candidate]

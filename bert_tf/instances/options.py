@@ -8,6 +8,9 @@ from bert_tf.config_schema import Section, check_field_types, field_option
 from bert_tf.instances.masking import MaskingRules
 from bert_tf.instances.sentence_pairs import SentencePairRules
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW, RowLayout
+from bert_tf.text.word_segmenter import WORD_SEGMENTERS
+
+WORD_SEGMENTER_NAMES = tuple(sorted(WORD_SEGMENTERS))
 
 # `--help`'s groups of the options that are not the original algorithm's.
 PACKED_GROUP = "packed rows (several instances per record)"
@@ -40,6 +43,12 @@ class InstanceOptions(Section):
     do_whole_word_mask: bool = field_option(MaskingRules.do_whole_word_mask,
                                             "Whether to use whole word masking rather than per-WordPiece masking.")
     random_seed: int = field_option(12345, "Random seed for data generation.")
+    # Beyond the original: Chinese whole-word masking (text/word_segmenter.py). Not a vocab setting: the ids stay the
+    # characters' ids, only the masking groups change.
+    word_segmenter: Optional[str] = field_option(
+        None, "With --do_whole_word_mask: a word segmenter (jieba, the `chinese` extra) groups the characters of "
+              "each word for masking; ids stay the characters' ids, and the records gain word_starts "
+              "(docs/record_format.md). Not in the original.", choices=WORD_SEGMENTER_NAMES)
     # An option beyond the original: several instances per record (records/packed_rows.py).
     pack: bool = field_option(False, "Write packed rows: up to --max_instances_per_row instances per record, each "
                                      "whole, attention kept within each (docs/record_format.md). Not in the original.",
@@ -73,7 +82,10 @@ class InstanceOptions(Section):
                 ("dupe_factor", self.dupe_factor >= 1,
                  "must be at least 1 (the number of passes over the corpus, each with new masks); the original uses "
                  "10, its README 5"),
-                ("shard_size_mb", self.shard_size_mb > 0, "must be positive (0.5 is a good size)"))
+                ("shard_size_mb", self.shard_size_mb > 0, "must be positive (0.5 is a good size)"),
+                ("word_segmenter", self.word_segmenter is None or self.do_whole_word_mask,
+                 "groups characters for whole-word masking only: add --do_whole_word_mask, or leave "
+                 "--word_segmenter out"))
 
     @property
     def row_layout(self):

@@ -30,6 +30,7 @@ from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.writer import RoundRobinWriter
 from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.vocabulary import SPECIAL_TOKENS
+from bert_tf.text.word_segmenter import WordSegmenter
 
 
 @dataclasses.dataclass
@@ -149,6 +150,7 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
         raise InputError(f"num_workers={num_workers} must be >= 0 (0 builds instances in the main process).")
     counts = counts if counts is not None else CorpusCounts()
     vocab = tokenizer.vocabulary.require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
+    segmenter = WordSegmenter(options.word_segmenter) if options.word_segmenter else None
     statistics = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
     start = time.time()
     written_shards = 0
@@ -171,7 +173,7 @@ def create_pretraining_data(documents, tokenizer, output_files, options, *, num_
         for index, shard_docs in enumerate(shard_documents(documents, options.shard_size_mb)):
             if stopping():
                 break
-            shard = TokenizedShard.from_documents(index, shard_docs, tokenizer, counts)
+            shard = TokenizedShard.from_documents(index, shard_docs, tokenizer, counts, segmenter)
             args = (shard, options, vocab)
             if pool is None:
                 write_result(_process(args))

@@ -10,6 +10,7 @@ result does not depend on which worker runs it or when.
 import dataclasses
 import itertools
 import random
+from typing import Optional
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from bert_tf.instances.statistics import InstanceStatistics
 from bert_tf.records.example_encoder import ExampleEncoder
 from bert_tf.records.feature_spec import V1_FEATURES, record_name
 from bert_tf.records.packed_rows import PACKED_FEATURES
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE, instance_word_starts
 from bert_tf.text.packing import pack_spans
 
 
@@ -39,17 +41,24 @@ class TokenizedShard:
     token_ids: np.ndarray        # int32 [tokens]
     sentence_splits: np.ndarray  # int64 [sentences + 1]
     document_splits: np.ndarray  # int64 [documents + 1]
+    word_starts: Optional[np.ndarray] = None  # uint8 [tokens], with a word segmenter: 1 where a masking group starts
 
     @property
     def num_documents(self):
         return len(self.document_splits) - 1
 
     @classmethod
-    def from_documents(cls, index, documents, tokenizer, counts):
+    def from_documents(cls, index, documents, tokenizer, counts, segmenter=None):
         """Tokenizes documents (lists of sentences) in one batch; as the original, sentences without tokens and
-        then documents without sentences are dropped. `counts` (a CorpusCounts) records what was kept and dropped."""
+        then documents without sentences are dropped. `counts` (a CorpusCounts) records what was kept and dropped.
+        With a `WordSegmenter`, the shard also holds where each masking group starts (`word_starts`)."""
         sentences = [sentence for document in documents for sentence in document]
-        ids, row_splits = tokenizer.tokenize_to_ids(sentences)
+        word_starts = None
+        if segmenter is None:
+            ids, row_splits = tokenizer.tokenize_to_ids(sentences)
+        else:
+            ids, row_splits, word_starts, fallbacks = segmenter.word_starts(sentences, tokenizer)
+            counts.word_fallback_sentences += fallbacks
         lengths = np.diff(row_splits)
         kept_sentence = lengths > 0
         per_document = np.array([len(d) for d in documents], np.int64)
@@ -62,9 +71,11 @@ class TokenizedShard:
         counts.empty_documents += int(np.sum(kept_per_document == 0))
         counts.one_sentence_documents += int(np.sum(kept_documents == 1))
         counts.tokens += len(ids)
+        if segmenter is not None:
+            counts.word_segmented_sentences += int(kept_sentence.sum())
         sentence_splits = np.concatenate([[0], np.cumsum(lengths[kept_sentence])]).astype(np.int64)
         document_splits = np.concatenate([[0], np.cumsum(kept_documents)]).astype(np.int64)
-        return cls(index, ids, sentence_splits, document_splits)
+        return cls(index, ids, sentence_splits, document_splits, word_starts)
 
 
 @dataclasses.dataclass
@@ -125,20 +136,27 @@ def process_shard(shard, options, vocab, chunk_size=8192):
     stats = InstanceStatistics(options.max_seq_length, options.max_predictions_per_seq)
     masker = StaticMasker.for_vocabulary(options.masking_rules, vocab)
     layout, names = options.row_layout, options.names
-    encoder = ExampleEncoder([(record_name(name, names), dtype.is_floating) for name, dtype, _ in V1_FEATURES])
+    # word_starts is written only with a segmenter: without one the records are those of the original format.
+    optional = [(WORD_STARTS_FEATURE, False)] if shard.word_starts is not None else []
+    encoder = ExampleEncoder([(record_name(name, names), dtype.is_floating) for name, dtype, _ in V1_FEATURES] +
+                             optional)
     records, chunks = [], []
     for start in range(0, len(spans), chunk_size):
         chunk = spans[start:start + chunk_size]
         ids, input_mask, segment_ids, lengths = gather_instances(shard.token_ids, chunk, options.max_seq_length,
                                                                  vocab)
         draws = MaskDraws.draw(np_rng, ids.shape, vocab.size)
-        masked_ids, positions, labels, weights, counts = masker.mask_batch(ids, lengths, draws)
+        word_starts = (None if shard.word_starts is None else
+                       instance_word_starts(shard.word_starts, chunk, options.max_seq_length))
+        masked_ids, positions, labels, weights, counts = masker.mask_batch(ids, lengths, draws, word_starts)
         is_random_next = chunk[:, 4]
         stats.add(lengths, masked_ids, positions, labels, counts, is_random_next, chunk[:, 5].astype(bool),
                   vocab.mask_id)
         arrays = {"input_ids": masked_ids, "input_mask": input_mask, "segment_ids": segment_ids,
                   "masked_lm_positions": positions, "masked_lm_ids": labels, "masked_lm_weights": weights,
                   "next_sentence_labels": is_random_next[:, None]}
+        if word_starts is not None:
+            arrays[WORD_STARTS_FEATURE] = word_starts
         if layout is None:
             records.extend(encoder.encode({record_name(name, names): value for name, value in arrays.items()}))
         else:
@@ -151,7 +169,8 @@ def process_shard(shard, options, vocab, chunk_size=8192):
     instances = {name: np.concatenate([c[name] for c in chunks])[order] for name in chunks[0]} if chunks else {}
     rows = pack_instances(instances, layout) if chunks else {}
     stats.rows = len(rows.get("input_ids", ()))
-    row_encoder = ExampleEncoder([(record_name(name, names), is_float) for name, is_float, _ in PACKED_FEATURES])
+    row_encoder = ExampleEncoder([(record_name(name, names), is_float) for name, is_float, _ in PACKED_FEATURES] +
+                                 optional)
     records = row_encoder.encode({record_name(name, names): value for name, value in rows.items()}) if rows else []
     row_order = np_rng.permutation(len(records))
     return ShardResult(shard.index, [records[i] for i in row_order], stats)

@@ -14,6 +14,7 @@ from bert_tf.records import feature_spec as spec_lib
 from bert_tf.records.checked_reading import read_error_text
 from bert_tf.records.compression import detect_compression
 from bert_tf.records.schema import schema_of_record
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE
 from bert_tf.text.file_patterns import expand_file_patterns
 
 # Records read from the start of each file: enough to catch a file of another format or vocab, few enough that a
@@ -21,7 +22,8 @@ from bert_tf.text.file_patterns import expand_file_patterns
 RECORDS_CHECKED_PER_FILE = 16
 # (v1 name, what bounds its values): ids index the vocab, positions the sequence, segment ids the type table.
 _BOUNDED = (("input_ids", "vocab_size"), ("masked_lm_ids", "vocab_size"),
-            ("masked_lm_positions", "max_seq_length"), ("segment_ids", "type_vocab_size"))
+            ("masked_lm_positions", "max_seq_length"), ("segment_ids", "type_vocab_size"),
+            (WORD_STARTS_FEATURE, "word_start_flags"))  # optional: 0 or 1 (records/word_starts.py)
 
 
 def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, vocab_size, type_vocab_size=2,
@@ -44,7 +46,8 @@ def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, 
     ['data/train-00000.tfrecord', 'data/train-00001.tfrecord']
     """
     files = expand_file_patterns(input_patterns)
-    bounds = {"vocab_size": vocab_size, "max_seq_length": max_seq_length, "type_vocab_size": type_vocab_size}
+    bounds = {"vocab_size": vocab_size, "max_seq_length": max_seq_length, "type_vocab_size": type_vocab_size,
+              "word_start_flags": 2}
     checked = instances = tokens = positions = 0
     total, estimated = 0, False
     for path in files:
@@ -75,6 +78,10 @@ def check_record_files(input_patterns, max_seq_length, max_predictions_per_seq, 
                 _check_length(path, index, schema, v1_name, len(values), max_seq_length, max_predictions_per_seq,
                               masks_drawn_again)
                 outside = (values < 0) | (values >= bounds[bound])
+                if outside.any() and bound == "word_start_flags":
+                    raise InputError(f"Record {index} of {path} holds {name} value {int(values[outside][0])}: word "
+                                     f"starts are 0 or 1 (docs/record_format.md); write the records again with "
+                                     f"bert-create-pretraining-data.")
                 if outside.any():
                     raise InputError(
                         f"Record {index} of {path} holds {name} value {int(values[outside][0])}, outside [0, {bound}="
@@ -182,7 +189,7 @@ def _first_records(path, count):
 
 def _check_length(path, index, schema, v1_name, found, max_seq_length, max_predictions_per_seq, shorter_sequences):
     """Every record, not only the first, must have the schema's lengths."""
-    kind = dict((name, kind) for name, _, kind in spec_lib.V1_FEATURES)[v1_name]
+    kind = dict((name, kind) for name, _, kind in spec_lib.V1_FEATURES + spec_lib.OPTIONAL_FEATURES)[v1_name]
     expected = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)[kind]
     if schema.packed and kind != "seq":  # a packed row's slots: those of the file's first row (checked there)
         expected = schema.length_of[v1_name]

@@ -8,6 +8,7 @@
 import tensorflow as tf
 
 from bert_tf.errors import InputError
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE
 
 V1_TO_MODEL_NAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids",
                      # packed rows (records/packed_rows.py)
@@ -25,6 +26,12 @@ V1_FEATURES = (
     ("next_sentence_labels", tf.int64, "one"),
 )
 
+# Features written only when asked for (a word segmenter's masking groups: records/word_starts.py), in unpacked
+# records and packed rows alike; readers take them when present.
+OPTIONAL_FEATURES = (
+    (WORD_STARTS_FEATURE, tf.int64, "seq"),
+)
+
 NAME_VERSIONS = ("v1", "v2")
 
 
@@ -39,8 +46,9 @@ def feature_lengths(max_seq_length, max_predictions_per_seq):
     return {"seq": max_seq_length, "pred": max_predictions_per_seq, "one": 1}
 
 
-def feature_spec(max_seq_length, max_predictions_per_seq, names="v1"):
-    """The `tf.io.FixedLenFeature` dict that parses records of this format, keyed by record name.
+def feature_spec(max_seq_length, max_predictions_per_seq, names="v1", optional=()):
+    """The `tf.io.FixedLenFeature` dict that parses records of this format, keyed by record name; `optional`
+    names the `OPTIONAL_FEATURES` the records hold.
 
     Example:
     >>> spec = feature_spec(128, 20)
@@ -48,8 +56,23 @@ def feature_spec(max_seq_length, max_predictions_per_seq, names="v1"):
     ([128], tf.float32)
     """
     lengths = feature_lengths(max_seq_length, max_predictions_per_seq)
-    return {record_name(name, names): tf.io.FixedLenFeature([lengths[kind]], dtype)
+    spec = {record_name(name, names): tf.io.FixedLenFeature([lengths[kind]], dtype)
             for name, dtype, kind in V1_FEATURES}
+    spec.update({name: optional_feature(name, lengths[kind])
+                 for name, _, kind in OPTIONAL_FEATURES if name in optional})
+    return spec
+
+
+def optional_feature(name, length):
+    """The `tf.io.FixedLenFeature` of an `OPTIONAL_FEATURES` entry (the same name in v1 and v2): all 0 in a record
+    without it, so files with and without it read alike (0 word starts: group by "##" pieces).
+
+    Example:
+    >>> optional_feature("word_starts", 4).default_value
+    [0, 0, 0, 0]
+    """
+    dtype = dict((n, d) for n, d, _ in OPTIONAL_FEATURES)[name]
+    return tf.io.FixedLenFeature([length], dtype, default_value=[0] * length)
 
 
 def to_model_features(parsed):

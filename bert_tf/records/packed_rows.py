@@ -2,10 +2,11 @@
 
 The original fills a record with one instance, so a document's short last chunk leaves the rest of the row as
 padding, and every matmul of the step runs over it. A packed row holds up to `max_instances_per_row` instances
-back to back; each keeps its own [CLS]/[SEP], segment ids, masked positions (the original's cap per instance) and
-next-sentence label, and says which tokens are its own (`instance_ids`) and where each token sits in it
-(`position_ids`, restarting at 0), so the model can keep attention inside each instance (Krell et al., arXiv
-2107.02027). The name "row" keeps this apart from `text/packing.py`, which assembles [CLS] A [SEP] B [SEP].
+back to back; each keeps its own [CLS]/[SEP], segment ids, masked positions (the original's cap per instance),
+next-sentence label (and word starts, when written: records/word_starts.py), and says which tokens are its own
+(`instance_ids`) and where each token sits in it (`position_ids`, restarting at 0), so the model can keep
+attention inside each instance (Krell et al., arXiv 2107.02027). The name "row" keeps this apart from
+`text/packing.py`, which assembles [CLS] A [SEP] B [SEP].
 
 This module owns the layout of a packed row in numpy: `assemble_rows` (instances + their rows -> row arrays) and
 `split_rows` (row arrays -> the instances they hold, in the unpacked format), which bert-inspect-data, the record
@@ -19,6 +20,7 @@ import math
 import numpy as np
 
 from bert_tf.errors import InputError
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE
 
 FORMAT_VERSION = 1
 FORMAT_FEATURE = "packed_row_format"
@@ -123,9 +125,12 @@ def assemble_rows(instances, row_of, start_of, slot_of, prediction_start_of, num
         raise ValueError("An instance does not fit its row: the assignment breaks the row layout.")
     rows = {name: np.zeros((num_rows, length), np.float32 if name.endswith("weights") else np.int64)
             for name, length in layout.lengths().items()}
+    token_features = ("input_ids", "input_mask", "segment_ids") + _word_starts_in(instances)
+    for name in _word_starts_in(instances):
+        rows[name] = np.zeros((num_rows, layout.max_seq_length), np.int64)
     n, t = np.nonzero(np.arange(layout.max_seq_length)[None, :] < lengths[:, None])
     row, column = row_of[n], start_of[n] + t
-    for name in ("input_ids", "input_mask", "segment_ids"):
+    for name in token_features:
         rows[name][row, column] = np.asarray(instances[name])[n, t]
     rows["position_ids"][row, column] = t
     rows["instance_ids"][row, column] = slot_of[n] + 1
@@ -139,6 +144,12 @@ def assemble_rows(instances, row_of, start_of, slot_of, prediction_start_of, num
     rows["next_sentence_weights"][row_of, slot_of] = 1.0
     rows[FORMAT_FEATURE][:] = FORMAT_VERSION
     return rows
+
+
+def _word_starts_in(features):
+    """(WORD_STARTS_FEATURE,) when `features` hold the optional word starts (a token feature of rows and
+    instances alike), else ()."""
+    return (WORD_STARTS_FEATURE,) if WORD_STARTS_FEATURE in features else ()
 
 
 def split_rows(rows, max_predictions_per_seq=None):
@@ -163,7 +174,7 @@ def split_rows(rows, max_predictions_per_seq=None):
     real = t < lengths[:, None]
     source = np.where(real, starts[:, None] + t, 0)
     out = {name: np.where(real, np.asarray(rows[name])[row_of[:, None], source], 0)
-           for name in ("input_ids", "input_mask", "segment_ids")}
+           for name in ("input_ids", "input_mask", "segment_ids") + _word_starts_in(rows)}
     out["next_sentence_labels"] = np.asarray(rows["next_sentence_labels"])[row_of, slot_of][:, None]
 
     positions = np.asarray(rows["masked_lm_positions"])

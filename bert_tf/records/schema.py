@@ -68,12 +68,21 @@ class RecordSchema:
     def record_name(self, v1_name):
         return spec_lib.record_name(v1_name, self.names)
 
+    @property
+    def optional_features(self):
+        """The v1 names of the `OPTIONAL_FEATURES` these records hold (e.g. word_starts)."""
+        return tuple(name for name, _, _ in spec_lib.OPTIONAL_FEATURES if name in self.length_of)
+
     def feature_spec(self):
         """The `tf.io.FixedLenFeature` dict that parses these records (complete records only)."""
-        if self.packed:
-            return {self.record_name(name): tf.io.FixedLenFeature([length], tf.float32 if is_float else tf.int64)
-                    for (name, is_float, _), length in zip(PACKED_FEATURES, self.row_layout.lengths().values())}
-        return spec_lib.feature_spec(self.max_seq_length, self.max_predictions_per_seq, self.names)
+        if not self.packed:
+            return spec_lib.feature_spec(self.max_seq_length, self.max_predictions_per_seq, self.names,
+                                         self.optional_features)
+        spec = {self.record_name(name): tf.io.FixedLenFeature([length], tf.float32 if is_float else tf.int64)
+                for (name, is_float, _), length in zip(PACKED_FEATURES, self.row_layout.lengths().values())}
+        for name in self.optional_features:
+            spec[self.record_name(name)] = spec_lib.optional_feature(name, self.max_seq_length)
+        return spec
 
     def check_packed(self, max_seq_length, layout=None):
         """For packed records: raises an InputError unless their rows have max_seq_length tokens (and, when a
@@ -108,7 +117,7 @@ class RecordSchema:
             self.check_packed(max_seq_length)
             return
         wanted = spec_lib.feature_lengths(max_seq_length, max_predictions_per_seq)
-        for v1_name, _, kind in spec_lib.V1_FEATURES:
+        for v1_name, _, kind in spec_lib.V1_FEATURES + spec_lib.OPTIONAL_FEATURES:
             if v1_name not in held or (kind == "pred" and not masks):
                 continue
             found, expected = held[v1_name], wanted[kind]
@@ -134,7 +143,8 @@ def schema_of_record(serialized, path="the records", names="auto"):
                          f"names='auto' or names={found!r}.")
     lengths = []
     packed = FORMAT_FEATURE in feature_map
-    for v1_name in [name for name, _, _ in (PACKED_FEATURES if packed else spec_lib.V1_FEATURES)]:
+    for v1_name in [name for name, _, _ in (PACKED_FEATURES if packed else spec_lib.V1_FEATURES) +
+                    spec_lib.OPTIONAL_FEATURES]:
         name = spec_lib.record_name(v1_name, found)
         if name in feature_map:
             feature = feature_map[name]

@@ -40,13 +40,20 @@ class CorpusCounts:
     sentences: int = 0             # sentences kept
     empty_sentences: int = 0       # lines without any token (e.g. only control characters), dropped
     tokens: int = 0
+    word_segmented_sentences: int = 0  # sentences kept whose masking groups a word segmenter made
+    word_fallback_sentences: int = 0   # ... of which the segmenter's words and the tokens disagreed: "##" groups
 
     def summary_lines(self):
-        return [f"corpus: {self.documents} documents, {self.sentences} sentences, {self.tokens} tokens "
-                f"from {self.files} input(s)",
-                f"dropped: {self.empty_documents} empty documents, {self.empty_sentences} sentences without tokens; "
-                f"{self.undecodable_lines} lines with undecodable bytes (bytes dropped); "
-                f"{self.one_sentence_documents} one-sentence documents kept"]
+        lines = [f"corpus: {self.documents} documents, {self.sentences} sentences, {self.tokens} tokens "
+                 f"from {self.files} input(s)",
+                 f"dropped: {self.empty_documents} empty documents, {self.empty_sentences} sentences without "
+                 f"tokens; {self.undecodable_lines} lines with undecodable bytes (bytes dropped); "
+                 f"{self.one_sentence_documents} one-sentence documents kept"]
+        if self.word_segmented_sentences:
+            share = self.word_fallback_sentences / self.word_segmented_sentences
+            lines.append(f"word segmenter: {self.word_fallback_sentences} of {self.word_segmented_sentences} "
+                         f"sentences ({share:.2%}) fell back to token masking (its words and the tokens disagreed)")
+        return lines
 
 
 # Bytes at the start of each corpus file checked for NUL (a binary file has one within a few bytes).

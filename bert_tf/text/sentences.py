@@ -1,9 +1,15 @@
-"""Raw text -> sentences, by a documented rule.
+"""Raw text -> sentences, by a documented rule, in any script.
 
-The rule: a blank line always ends a sentence (paragraphs, headings). Inside a paragraph a sentence ends after
-".", "!", "?" or "…" (with any closing quotes or brackets after them) when whitespace follows and the next word
-starts with an upper-case letter or a digit (opening quotes and brackets skipped), unless the word before the
-period is a known abbreviation ("Mr.", "Dr.", "e.g.", ...) or a single letter (an initial, "J. R. R. Tolkien").
+The rule: a blank line always ends a sentence (paragraphs, headings). Inside a paragraph:
+- Every other script's sentence end ends a sentence wherever it stands, with any closing quotes or brackets after
+  it: the characters of Unicode's Sentence_Terminal property (through the `regex` library) but ".", "!" and "?",
+  i.e. 。！？｡ (Chinese, Japanese), । ॥ (Devanagari and other Indic scripts), ؟ ۔ (Arabic, Urdu), ። (Ethiopic),
+  ။ (Myanmar) and the rest. These scripts have no upper case and Chinese and Japanese put no space after them, so
+  nothing about the next word is asked; they are not used in abbreviations or numbers.
+- ".", "!", "?" or "…" (with any closing quotes or brackets after them) end a sentence when whitespace follows and
+  the next word starts with an upper-case letter, a digit or a letter of a script without case (opening quotes and
+  brackets skipped), unless the word before the period is a known abbreviation ("Mr.", "Dr.", "e.g.", ...) or a
+  single letter (an initial, "J. R. R. Tolkien").
 Whitespace inside a sentence collapses to single spaces.
 
 Why not tensorflow-text's `StateBasedSentenceBreaker` (it runs on CPU here): it splits "It costs $3.50." after
@@ -13,7 +19,11 @@ which would put broken sentences into NSP pairs.
 
 import re
 
+import regex
+
 _PARAGRAPH = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+# Another script's sentence end (Unicode's Sentence_Terminal less the Latin three), its closing quotes and brackets.
+_SCRIPT_BOUNDARY = regex.compile(r"[\p{Sentence_Terminal}--[.!?]]+[\"'\p{Pe}\p{Pf}]*\s*", regex.V1)
 _BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*\s+")
 _OPENERS = "\"'\u201c\u2018([{"
 # Words that also end sentences in ordinary prose ("no", "fig", "sun", "art") are left out on purpose.
@@ -32,7 +42,11 @@ def _ends_with_abbreviation(text):
 
 def _starts_sentence(text):
     stripped = text.lstrip(_OPENERS)
-    return bool(stripped) and (stripped[0].isupper() or stripped[0].isdigit())
+    if not stripped:
+        return False
+    first = stripped[0]
+    caseless_letter = first.isalpha() and not first.islower() and first.lower() == first.upper()
+    return first.isupper() or first.isdigit() or caseless_letter
 
 
 def split_sentences(text):
@@ -41,19 +55,33 @@ def split_sentences(text):
     Example:
     >>> split_sentences('Mr. Smith paid $3.50. He said: "Hello!" Then he left.\\n\\nChapter 2')
     ['Mr. Smith paid $3.50.', 'He said: "Hello!"', 'Then he left.', 'Chapter 2']
+    >>> split_sentences("他说：“你好！”然后走了。यह पुस्तक है। क्या?")
+    ['他说：“你好！”', '然后走了。', 'यह पुस्तक है।', 'क्या?']
     """
     sentences = []
     for paragraph in _PARAGRAPH.split(text):
         start = 0
-        for match in _BOUNDARY.finditer(paragraph):
-            candidate = paragraph[start:match.end()]
-            if not _starts_sentence(paragraph[match.end():]):
-                continue
-            if match.group().startswith(".") and _ends_with_abbreviation(paragraph[start:match.start() + 1]):
-                continue
-            sentences.append(" ".join(candidate.split()))
+        for match in _SCRIPT_BOUNDARY.finditer(paragraph):
+            sentences.extend(_latin_sentences(paragraph[start:match.end()]))
             start = match.end()
-        rest = " ".join(paragraph[start:].split())
-        if rest:
-            sentences.append(rest)
+        sentences.extend(_latin_sentences(paragraph[start:]))
     return [s for s in sentences if s]
+
+
+def _latin_sentences(paragraph):
+    """The sentences of a paragraph (or a part of one that another script's sentence end closed) by the rule of
+    ".", "!", "?" and "…"."""
+    sentences = []
+    start = 0
+    for match in _BOUNDARY.finditer(paragraph):
+        candidate = paragraph[start:match.end()]
+        if not _starts_sentence(paragraph[match.end():]):
+            continue
+        if match.group().startswith(".") and _ends_with_abbreviation(paragraph[start:match.start() + 1]):
+            continue
+        sentences.append(" ".join(candidate.split()))
+        start = match.end()
+    rest = " ".join(paragraph[start:].split())
+    if rest:
+        sentences.append(rest)
+    return sentences
