@@ -16,7 +16,8 @@ from helpers import REPO
 pytestmark = pytest.mark.fast  # in `make test-fast` too
 
 RENDERER = os.path.join(REPO, "tools", "render_measurements.py")
-RESULTS = ("bench/results", "experiments/results")
+# Where rows live: bench/results/, experiments/results/ and a tool's own results/ (tools/xla/results/).
+RESULT_FOLDERS = ("bench", "experiments", "tools")
 
 
 def render(*args, cwd=REPO):
@@ -26,8 +27,8 @@ def render(*args, cwd=REPO):
 def test_every_result_row_names_its_command_and_source():
     row_problem = runpy.run_path(RENDERER)["row_problem"]  # the renderer's own rule (tools/ is a folder of scripts)
     problems, rows = [], 0
-    for folder in RESULTS:
-        for path in sorted(glob.glob(os.path.join(REPO, folder, "**", "*.jsonl"), recursive=True)):
+    for folder in RESULT_FOLDERS:
+        for path in sorted(glob.glob(os.path.join(REPO, folder, "**", "results", "**", "*.jsonl"), recursive=True)):
             for number, line in enumerate(open(path, encoding="utf-8"), 1):
                 if line.strip():
                     rows += 1
