@@ -39,10 +39,17 @@ def load_config(cls, name_or_path, shipped=None, kind="configuration"):
     if not file_exists(path) or is_directory(path):
         names = f" or one of {shipped_names(shipped)}" if shipped else ""
         raise cls.ERROR(f"No {kind} file {name_or_path!r}: pass a YAML path{names}.")
+    values, where = read_config_file(path, cls.ERROR)
+    return cls.from_dict(values, where)
+
+
+def read_config_file(path, error):
+    """(the mapping a YAML or JSON configuration file holds, its format_version set aside; the file's base name,
+    which errors start with); what is not a mapping is an `error`."""
     where = os.path.basename(path)
     text = read_text(path)
-    values = _read_json(text, where, cls.ERROR) if path.endswith(".json") else read_yaml(text, where, cls.ERROR)
-    return cls.from_dict(without_format_version(values, where, cls.ERROR), where)
+    values = _read_json(text, where, error) if path.endswith(".json") else read_yaml(text, where, error)
+    return without_format_version(values, where, error), where
 
 
 def _read_json(text, where, error):

@@ -135,7 +135,8 @@ def check_keys(values, cls, where, required=(), error=ConfigError):
 def field_option(default=dataclasses.MISSING, help=None, *, flag=None, choices=None, group=None, **kwargs):
     """A dataclass field with what the schema and the command line read from it: `help` makes it a flag of a
     command that has this configuration (named `flag`, else the field's name; an enum of `choices`), listed by
-    `--help` under `group` (default: the `HELP_GROUP` of the section that holds it).
+    `--help` under `group` (default: the `HELP_GROUP` of the section that holds it). `help` may be a function that
+    writes it when the flags are made (a list read from a file).
 
     >>> dataclasses.field(default=1).metadata == {}, field_option(1, "Steps.").metadata["help"]
     (True, 'Steps.')
@@ -174,6 +175,9 @@ class Section:
     ERROR = ConfigError
     # The title `--help` lists this section's flags under (a field's own `group` wins); None: the enclosing one's.
     HELP_GROUP = None
+    # A command's configuration: the field (a tuple of strings) that receives the command line's arguments that no
+    # flag defines (the Beam pipeline's options, passed on to Beam); None: such an argument is an error.
+    UNKNOWN_FLAGS_FIELD = None
 
     def __post_init__(self):
         prefix = f"{self.SECTION}." if self.SECTION else ""
@@ -236,13 +240,14 @@ class Section:
         every item of a list "phases.input_file" (a list with one value per item, or one value for a one-item
         list), one item's "phases.1.max_seq_length". A string value for a field that is not a string (from
         `--set path=value`) is read as YAML. `flags` maps a path to the flag that gave it, for errors to name.
-        Errors start with `where` (default: `_override_where()`); a mistyped path in a section says which of its
-        fields was meant.
+        Errors start with the configuration's own name where it has one (`_override_where()`, a recipe's), else
+        with `where` (where the settings came from: "command line"), else the class's name; a mistyped path in a
+        section says which of its fields was meant.
 
         Then `_overridden(values, paths)` applies what setting a field implies (a subclass's rules, e.g. the phases
         rescaled to a new total) and the result is checked as a file would be.
         """
-        where = where or self._override_where()
+        where = self._override_where() or where or type(self).__name__
         values = self.to_dict()
         for path, value in settings.items():
             assignment = _Assignment(path, type(self), where, (flags or {}).get(path), self.ERROR)
@@ -250,8 +255,8 @@ class Section:
         return type(self).from_dict(self._overridden(values, set(settings)), where)
 
     def _override_where(self):
-        """How errors of `override` name this configuration."""
-        return type(self).__name__
+        """The name errors of `override` give this configuration when it has one of its own, else None."""
+        return None
 
     def _overridden(self, values, paths):
         """`values` (the overridden mapping) after what setting `paths` implies; none by default."""
@@ -297,13 +302,18 @@ def config_flags(cls, prefix="", per_item=False, group=None):
         path = f"{prefix}{field.name}"
         if "help" in field.metadata:
             flags.append(ConfigFlag(field.metadata.get("flag", field.name), path, kind, per_item,
-                                    field.metadata["help"], field.metadata.get("choices"), field.default,
-                                    field.metadata.get("group", group)))
+                                    _help_text(field.metadata["help"]), field.metadata.get("choices"),
+                                    field.default, field.metadata.get("group", group)))
         elif isinstance(kind, type) and issubclass(kind, Section):
             flags += config_flags(kind, f"{path}.", per_item, group)
         elif section_items(kind) is not None:
             flags += config_flags(section_items(kind), f"{path}.", True, group)
     return flags
+
+
+def _help_text(help):
+    """A field's help: the text, or what a function that writes it returns (a list read from a file)."""
+    return help() if callable(help) else help
 
 
 def _value_at(section, path):

@@ -44,9 +44,10 @@ def run_cli(module, *args, cwd=None, env=None, timeout=300, process=False):
     """Runs the command `bert-<module>` with ARGS as a user runs it, to its end; returns a
     `subprocess.CompletedProcess` with its exit code and text stdout and stderr.
 
-    In this process by default, through the frame's `run_command` (parse, compose, check, `main(config)`, the exit
-    code and the one-line error a user sees). In a child process (`python -m bert_tf.cli.<module>`, the console
-    script's frame: the device line, TensorFlow started quietly, the exit) when `process` is true (say why at the
+    In this process by default, through the one function a command runs by (`bert_tf.cli.app.run_command`: parse,
+    compose, check, `main(config)`, the exit code and the one-line error a user sees). In a child process
+    (`python -m bert_tf.cli.<module>`, the console script: the same function with the device line, TensorFlow
+    started quietly and the exit) when `process` is true (say why at the
     call: the process's own output or exit), when `env` is given (it adds to or overrides this process's
     environment), and for the `PROCESS_COMMANDS`. `timeout` (seconds) ends a child and raises
     `subprocess.TimeoutExpired`.
@@ -72,7 +73,7 @@ def _run_in_process(module, args, cwd):
     import keras
     from absl import logging
 
-    from bert_tf.cli.command import run_command
+    from bert_tf.cli.app import run_command
 
     command = importlib.import_module(f"bert_tf.cli.{module}").COMMAND
     stdout, stderr = io.StringIO(), io.StringIO()

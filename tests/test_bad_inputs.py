@@ -178,6 +178,14 @@ ROWS = {
         Row("whole-step XLA on CPU replicas", ["--config={recipe}", "--model_dir={out}/run", "--strategy=mirrored",
                                                "--jit_compile", "--set=jit_compile_scope=step"], 2,
             ["jit_compile_scope=step compiles the whole step, which MirroredStrategy can do on GPUs only"]),
+        # Rows packed for the original 15% (6 slots at 16 tokens) masked again at 50%: refused before the first
+        # step, not stopped inside tf.data once a row draws more.
+        Row("packed rows with too few slots for the dynamic rate", ["--config={recipe}", "--model_dir={out}/run",
+                                                                    "--input_file={packed16}", "--dynamic_masking",
+                                                                    "--set=dynamic_masking.masked_lm_prob=0.5"], 2,
+            ["phase 'seq16' (--input_file): The packed rows of {packed16} have 6 prediction slots",
+             "masked_lm_prob=0.5 can draw up to 9", "--pack --masked_lm_prob=0.5",
+             "--set=dynamic_masking.masked_lm_prob=0.187"]),
     ],
     "export": [
         Row("model_dir missing", ["--model_dir={out}/none", "--output_dir={out}/exported"], 2,
@@ -284,6 +292,10 @@ def paths(tmp_path_factory, minilm_dir):
     write_records(root / "records16.tfrecord", 16, seq=16, pred=3, seed=5)
     write_records(root / "records64.tfrecord", 2, seq=64, pred=3)
     write_records(root / "empty.tfrecord", 0, seq=16, pred=3)
+    packed = run_cli("create_pretraining_data", f"--input_file={root / 'corpus.txt'}", "--pack",
+                     f"--output_file={root / 'packed16.tfrecord'}", f"--vocab_file={root / 'vocab.txt'}",
+                     "--max_seq_length=16", "--max_predictions_per_seq=3")
+    assert packed.returncode == 0, packed.stderr[-3000:]
     (root / "recipe.yaml").write_text(TINY_RECIPE.format(records=root / "records.tfrecord", vocab=root / "vocab.txt"))
     (root / "recipe_without_vocab.yaml").write_text("\n".join(
         line for line in (root / "recipe.yaml").read_text().splitlines() if not line.startswith("vocab_file:")))
@@ -311,7 +323,7 @@ def paths(tmp_path_factory, minilm_dir):
             "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
             "shifted_vocab": root / "shifted_vocab.txt", "mask_moved_vocab": root / "mask_moved_vocab.txt",
             "records16": root / "records16.tfrecord", "records64": root / "records64.tfrecord",
-            "empty_records": root / "empty.tfrecord",
+            "empty_records": root / "empty.tfrecord", "packed16": root / "packed16.tfrecord",
             "recipe_without_vocab": root / "recipe_without_vocab.yaml",
             "model": root / "model", "table": root / "table.csv", "latin1_table": root / "latin1.csv",
             "hf_escape": root / "hf_escape", "hf_short_vocab": root / "hf_short_vocab", "minilm": minilm_dir,

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from bert_tf.cli.command import command_flag_values
+from bert_tf.cli.flag_parsing import command_flag_values
 from helpers import REPO
 
 SCRIPTS = dict(re.findall(r'"(bert-[\w-]+)=bert_tf\.cli\.(\w+):run"',

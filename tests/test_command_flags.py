@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from bert_tf.cli.command import command_flag_values
+from bert_tf.cli.flag_parsing import command_flag_values
 from helpers import REPO
 
 pytestmark = pytest.mark.fast  # in `make test-fast` too

@@ -70,12 +70,13 @@ finetuning = load_finetuning_recipe(os.path.join(before, "finetune.yaml")).overr
 assert finetuning.learning_rate == 2e-5 and finetuning.num_train_epochs == 2
 import dataclasses
 from bert_tf.cli import pretrain
-from bert_tf.cli.command import compose, parse_command_line
+from bert_tf.cli.command import compose
+from bert_tf.cli.flag_parsing import parse_command_line
 
 argv = ["bert-pretrain", "--config=bert_base_paper", "--model_dir=run", "--learning_rate=3e-4", "--input_file=a",
         "--input_file=b", "--platform=a100_80gb", "--set=phases.1.max_seq_length=256"]
 command = dataclasses.replace(pretrain.COMMAND, check=None)  # the input files "a" and "b" do not exist
-recipe = compose(command, parse_command_line(command, argv)).recipe
+recipe = compose(command, parse_command_line(command, argv)[0]).recipe
 assert recipe.learning_rate == 3e-4 and [p.input_file for p in recipe.phases] == ["a", "b"], recipe
 assert recipe.phases[1].max_seq_length == 256 and recipe.mixed_precision == "mixed_bfloat16"
 # bert_config.json files: this package's and a Google release's.

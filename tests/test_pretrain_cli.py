@@ -14,11 +14,12 @@ import pytest
 import yaml
 
 from bert_tf.cli import pretrain
-from bert_tf.cli.command import command_flag_values, compose, parse_command_line
+from bert_tf.cli.command import compose
+from bert_tf.cli.flag_parsing import command_flag_values, parse_command_line
 from bert_tf.model_dir import load_pretrainer
 from bert_tf.training.controller import Controller
 from bert_tf.training.pretraining import run_pretraining
-from bert_tf.training.recipe import load_recipe
+from bert_tf.training.recipe import Recipe, RecipeError, load_recipe
 from bert_tf.training.training_log import read_history
 from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
 from pretraining_records import pretrain_flags, write_records, write_two_phase_recipe, write_vocab
@@ -48,13 +49,17 @@ def test_cli_errors_name_the_cause(data, tmp_path):
 
 # The CLI's flags that are not recipe fields: where the run goes and how fast the hardware is.
 NOT_RECIPE_FLAGS = {"config", "model_dir", "strategy", "tpu", "all_reduce_implementation", "peak_tflops", "set",
-                    "platform", "accept_recipe_change"}
+                    "accept_recipe_change"}
+
+
+def composed_config(argv):
+    """The configuration bert-pretrain composes from `argv`, without its input checks (the paths here are made up)."""
+    command = dataclasses.replace(pretrain.COMMAND, check=None)
+    return compose(command, parse_command_line(command, argv)[0])
 
 
 def composed_recipe(argv):
-    """The recipe bert-pretrain composes from `argv`, without its input checks (the paths here are made up)."""
-    command = dataclasses.replace(pretrain.COMMAND, check=None)
-    return compose(command, parse_command_line(command, argv)).recipe.to_dict()
+    return composed_config(argv).recipe.to_dict()
 
 
 def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
@@ -66,7 +71,8 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
                  "max_seq_length": [12, 24], "max_predictions_per_seq": [3, 5], "save_checkpoints_steps": 30,
                  "iterations_per_loop": 6, "max_micro_batch_size": 4, "mixed_precision": "mixed_bfloat16",
                  "jit_compile": True, "eval_input_file": "/heldout/*.tfrecord", "optimizer": "lamb",
-                 "dynamic_masking": True, "row_packing": True, "use_next_sentence": False, "seed": 99}
+                 "dynamic_masking": True, "row_packing": True, "use_next_sentence": False, "seed": 99,
+                 "platform": "cpu"}
     argv = ["bert-pretrain", f"--config={recipe}", f"--model_dir={tmp_path / 'run'}"]
     for name, value in overrides.items():
         if isinstance(value, bool):
@@ -91,6 +97,8 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
     assert (got["train_batch_size"], got["num_train_steps"], got["num_warmup_steps"]) == (32, 120, 12)
     assert got["learning_rate"] == 7e-4
     assert (got["save_checkpoints_steps"], got["iterations_per_loop"], got["max_micro_batch_size"]) == (30, 6, 4)
+    # The platform's settings come first: its float32 gives way to the flag's mixed_bfloat16.
+    assert got["platform"] == "cpu" and untouched["platform"] is None
     assert got["mixed_precision"] == "mixed_bfloat16" and got["jit_compile"] is True
     assert got["eval"]["input_file"] == "/heldout/*.tfrecord"
     assert got["optimizer"]["name"] == "lamb" and got["optimizer"]["weight_decay_rate"] == 0.01
@@ -99,6 +107,28 @@ def test_every_override_flag_lands_in_the_recipe(data, tmp_path):
     assert got["seed"] == 99
     # Without overrides the recipe is the file's, field for field.
     assert untouched == json.loads(json.dumps(load_recipe(recipe).to_dict()))
+
+
+def test_set_and_a_config_file_reach_the_run_options_too(data, tmp_path):
+    recipe = write_two_phase_recipe(data, "cli_run_options", (40, 20), save_every=20, dropout=0.1)
+    argv = ["bert-pretrain", f"--config={recipe}", "--model_dir=run"]
+    # Recipe fields by their own path, run options as run.FIELD.
+    config = composed_config(argv + ["--set=run.strategy=one_device", "--set=run.peak_tflops=2.5",
+                                     "--set=learning_rate=3e-4"])
+    assert (config.run.strategy, config.run.peak_tflops, config.recipe.learning_rate) == ("one_device", 2.5, 3e-4)
+    with pytest.raises(RecipeError, match=r"^command line: run\.strategy='gpus' must be one of tpu, mirrored"):
+        composed_config(argv + ["--set=run.strategy=gpus"])
+    # A file whose top level is exactly recipe and run holds both; the flags still win over it.
+    whole = tmp_path / "whole.yaml"
+    whole.write_text(yaml.safe_dump({"recipe": load_recipe(recipe).to_dict(),
+                                     "run": {"strategy": "one_device", "peak_tflops": 1.5}}))
+    config = composed_config(["bert-pretrain", f"--config={whole}", "--model_dir=run", "--peak_tflops=4"])
+    assert (config.run.strategy, config.run.peak_tflops, config.run.model_dir) == ("one_device", 4.0, "run")
+    assert config.recipe == load_recipe(recipe)
+    # Any other top level is a recipe, whose keys are checked as such.
+    whole.write_text(yaml.safe_dump({"recipe": load_recipe(recipe).to_dict(), "runs": {}}))
+    with pytest.raises(RecipeError, match=r"^whole\.yaml: unknown field\(s\) \['recipe', 'runs'\]"):
+        composed_config(["bert-pretrain", f"--config={whole}", "--model_dir=run"])
 
 
 def run_until_checkpoint(args, model_dir, step, sig):
@@ -231,7 +261,10 @@ def test_mixed_inputs_set_on_the_command_line_train_and_log_their_shares(data, t
     with open(os.path.join(model_dir, "training_summary.txt")) as f:
         assert f"phases: seq16 10 steps at 16/4, global batch 8 (records from {shares})" in f.read()
     with open(os.path.join(model_dir, "recipe.yaml")) as f:
-        assert yaml.safe_load(f)["phases"][0]["mixed_inputs"] == [{"input_file": data["general16"], "share": 0.2}]
+        recorded = yaml.safe_load(f)
+    assert recorded["phases"][0]["mixed_inputs"] == [{"input_file": data["general16"], "share": 0.2}]
+    # The recipe only (and its format's version), no run options.
+    assert set(recorded) == {field.name for field in dataclasses.fields(Recipe)} | {"format_version"}
 
 
 def test_a_stopped_run_with_mixed_inputs_resumes_bit_identically(data, tmp_path, monkeypatch):

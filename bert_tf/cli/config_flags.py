@@ -26,8 +26,9 @@ _DEFINE_PER_ITEM = {str: flags.DEFINE_multi_string, int: flags.DEFINE_multi_inte
 
 def define_config_flags(cls, flag_values, without_defaults_under=None):
     """Defines in `flag_values` a flag for each field of the configuration class `cls` that has a help. A flag's
-    default is its field's, except under the section `without_defaults_under` (a field name of `cls`), whose flags
-    default to None: left unset, they keep the value a configuration file gave. Returns the flags' names."""
+    default is its field's, except under the section `without_defaults_under` (a field name of `cls`: the one a
+    configuration file holds), whose flags default to None, as `--help` shows them: left unset, they keep the value
+    the file gave. Returns the flags' names."""
     for flag in config_flags(cls):
         keeps_file_value = without_defaults_under and flag.path.startswith(f"{without_defaults_under}.")
         default = None if keeps_file_value or flag.default is dataclasses.MISSING else flag.default

@@ -36,6 +36,7 @@ class BeamPipelineConfig(Section):
     """
 
     HELP_GROUP = TEXT_IN_RECORDS_OUT
+    UNKNOWN_FLAGS_FIELD = "pipeline_args"
     corpus: FileCorpus = FileCorpus()
     vocab_file: Optional[str] = field_option(None, VOCAB_FILE_HELP)
     do_lower_case: bool = field_option(True, DO_LOWER_CASE_HELP)
@@ -74,8 +75,7 @@ def main(config):
           f"sentence) to {config.output_prefix}-*-of-*", flush=True)
 
 
-COMMAND = Command(BeamPipelineConfig, main, required=("output_prefix", "vocab_file"),
-                  pass_on_unknown_flags_to="pipeline_args")
+COMMAND = Command(BeamPipelineConfig, main, required=("output_prefix", "vocab_file"))
 
 
 def run():

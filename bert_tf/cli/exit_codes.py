@@ -165,9 +165,3 @@ def error_line(program, code, message):
     'bert-vocab: error: --output_file is required.'
     """
     return f"{program}: error: {message}" if code != EXIT_INTERRUPTED else f"{program}: {message}"
-
-
-def exit_with(program, code, message):
-    """Prints the command's last line (`error_line`) to stderr and exits with `code`."""
-    print(error_line(program, code, message), file=sys.stderr, flush=True)
-    sys.exit(code)

@@ -1,50 +1,90 @@
-"""How a command reads its command line: its own flags (`bert_tf.cli.command.command_flag_values`) and absl's
-(logging, `--verbosity=debug`), a flag error as one line and exit 2, `--help` as the command's own flags grouped by
-their fields' help groups, and exit 0. No TensorFlow: a command answers these before it starts.
+"""How a command reads its command line: its own flags, generated from its configuration's fields
+(`bert_tf.cli.config_flags`) into a `FlagValues` of its own, beside the frame's `--config` and `--set`; absl's own
+flags (logging, `--verbosity=debug`) into absl's `FLAGS`; and `--help`, the command's own flags grouped by their
+fields' help groups. No TensorFlow: a command answers these before it starts.
+
+Example:
+>>> from bert_tf.cli import evaluate
+>>> flag_values, rest = parse_command_line(evaluate.COMMAND, ["bert-evaluate", "--model_dir=runs/demo",
+...                                                           "--eval_input_file=heldout.tfrecord"])
+>>> flag_values["model_dir"].value, rest
+('runs/demo', [])
 """
 
+import re
 import sys
 import textwrap
 
 from absl import flags
 
-from bert_tf.cli.command import command_flag_values, flag_error_message, parse_command_line
-from bert_tf.cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK, UsageError, exit_with
+from bert_tf.cli.config_flags import define_config_flags
+from bert_tf.cli.exit_codes import UsageError
 from bert_tf.config_schema import config_flags
 
 FLAGS = flags.FLAGS
 
+# The frame's own flags, defined for every command beside those generated from its configuration.
+CONFIG_FLAG, SET_FLAG = "config", "set"
+# absl's --verbosity takes integers; the contract's --verbosity=debug means 1.
+_VERBOSITY_NAMES = {"debug": "1", "info": "0", "warning": "-1", "error": "-2", "fatal": "-3"}
 # absl's help flags print and exit 1, and name only the flags of the file Python ran (a console script's has none):
 # the frame answers them itself, with the command's own flags, and exits 0.
 _HELP_FLAGS = ("--help", "-help", "-h", "-?", "--helpshort", "-helpshort", "--helpfull", "-helpfull")
 _FULL_HELP_FLAGS = ("--helpfull", "-helpfull")
 _HELP_WIDTH = 100
-_FRAME_GROUP = "the configuration (file, then platform, then flags, then --set)"
+_FRAME_GROUP = "the configuration (--config, then the flags and --set)"
 
 
-def parse_flags(command, argv):
-    """The command's flags parsed from `argv` (absl's own, such as --verbosity, into absl's `FLAGS`), with a flag
-    error as one line and exit code 2 (absl prints two lines and exits 1). Returns the command's `FlagValues` and
-    what absl leaves (the program, then the flags nobody defines where the command passes them on).
+def command_flag_values(command):
+    """A new `FlagValues` holding the command's flags: one per field of its configuration that has a help, and the
+    frame's --config and --set. A flag of the section a `--config` file holds, in a configuration made of sections
+    (bert-pretrain's recipe), defaults to None: left unset it keeps the file's value, and `--help` says so.
 
-    Extra positional arguments are refused: they are usually an unquoted glob the shell expanded.
+    >>> from bert_tf.cli import evaluate
+    >>> sorted(command_flag_values(evaluate.COMMAND))[:3]
+    ['baseline_input_file', 'config', 'eval_batch_size']
     """
-    help_flag = _help_flag(argv)
-    if help_flag:
-        print(command_help(command, full=help_flag in _FULL_HELP_FLAGS), end="")
-        sys.exit(EXIT_OK)
-    try:
-        unknown = []
-        flag_values = parse_command_line(command, argv, unknown)
-    except flags.Error as error:
-        exit_with(command.program, EXIT_BAD_INPUT, flag_error_message(error))
-    except UsageError as error:
-        exit_with(command.program, EXIT_BAD_INPUT, str(error))
-    return flag_values, argv[:1] + unknown
+    flag_values = flags.FlagValues()
+    define_config_flags(command.config, flag_values, without_defaults_under=command.main_section)
+    flags.DEFINE_string(CONFIG_FLAG, None, command.config_help, flag_values=flag_values)
+    flags.DEFINE_multi_string(SET_FLAG, None, f"Any field as FIELD=VALUE (VALUE read as YAML), e.g. "
+                              f"--set={command.set_example}.", flag_values=flag_values)
+    return flag_values
 
 
-def _help_flag(argv):
-    """The help flag in `argv` (before a `--` that ends the flags), or None."""
+def parse_command_line(command, argv):
+    """(the command's `FlagValues` with `argv` parsed, the arguments nobody defines): argv[0] is the program;
+    absl's own flags (--verbosity) go into absl's `FLAGS`. A flag error raises absl's `flags.Error`, as does a
+    required flag left out, and an argument left over a `UsageError`, unless the command's configuration passes
+    unknown arguments on (the Beam pipeline's options).
+    """
+    flag_values = command_flag_values(command)
+    passes_on = command.unknown_flags_field is not None
+    rest = flag_values(_with_verbosity_numbers(argv), known_only=True)
+    rest = FLAGS(rest, known_only=passes_on)
+    if len(rest) > 1 and not passes_on:
+        raise UsageError(f"unexpected arguments {rest[1:]}: every input is a flag (--name=value); quote globs so the "
+                         f"shell does not expand them (--input_file='dir/*.txt') and join several with commas.")
+    for name in command.required:
+        if flag_values[name].value is None:
+            raise flags.IllegalFlagValueError(f"flag --{name}=None: Flag --{name} must have a value other than None.")
+    return flag_values, rest[1:]
+
+
+def flag_error_message(error):
+    """The one line of an absl flag error, with the fix."""
+    required = re.match(r"flag --(\w+)=None: Flag --\w+ must have a value other than None", str(error))
+    if required:
+        return f"--{required.group(1)} is required: pass --{required.group(1)}=... (--helpshort lists the flags)."
+    return f"{error} (--helpshort lists the flags)."
+
+
+def help_asked(argv):
+    """The help flag in `argv` (before a `--` that ends the flags), or None.
+
+    >>> help_asked(["bert-vocab", "--input_file=a.txt", "-h"]), help_asked(["bert-vocab", "--", "--help"])
+    ('-h', None)
+    """
     for arg in argv[1:]:
         if arg == "--":
             return None
@@ -53,10 +93,10 @@ def _help_flag(argv):
     return None
 
 
-def command_help(command, full=False):
-    """What `--help` prints: the command's description and examples (its module docstring), then its flags under
+def command_help(command, help_flag="--help"):
+    """What `help_flag` prints: the command's description and examples (its module docstring), then its flags under
     the help groups of the fields they set (`field_option(group=...)`, a section's `HELP_GROUP`), the frame's own
-    last; `full` adds absl's flags (logging, verbosity).
+    last; `--helpfull` adds absl's flags (logging, verbosity).
 
     Example:
     >>> from bert_tf.cli import vocab
@@ -76,7 +116,7 @@ def command_help(command, full=False):
         lines.append(f"{title}:")
         lines += [_flag_line(flag_values[name]) for name in dict.fromkeys(names)]
         lines.append("")
-    if full:
+    if help_flag in _FULL_HELP_FLAGS:
         for module_name, module_flags in sorted(FLAGS.flags_by_module_dict().items()):
             if module_name.startswith("absl"):
                 lines += [f"absl flags ({module_name}):", *(_flag_line(f) for f in module_flags), ""]
@@ -94,3 +134,15 @@ def _flag_line(flag):
         default = str(flag.default).lower() if isinstance(flag.default, bool) else flag.default
         text += f" (default: {default})"
     return textwrap.fill(text, width=_HELP_WIDTH, initial_indent="  ", subsequent_indent="      ")
+
+
+def _with_verbosity_numbers(argv):
+    """`argv` with `--verbosity=debug` (and the other level names) as the numbers absl takes."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        for prefix in ("--verbosity=", "-v="):
+            if arg.startswith(prefix) and arg[len(prefix):].lower() in _VERBOSITY_NAMES:
+                out[i] = prefix + _VERBOSITY_NAMES[arg[len(prefix):].lower()]
+        if arg in ("--verbosity", "-v") and i + 1 < len(out) and out[i + 1].lower() in _VERBOSITY_NAMES:
+            out[i + 1] = _VERBOSITY_NAMES[out[i + 1].lower()]
+    return out

@@ -5,8 +5,11 @@
         --strategy=tpu --tpu=my-tpu
 
 Flags left unset keep the recipe's values. `--input_file`, `--max_seq_length` and `--max_predictions_per_seq` are
-given once per phase of the recipe, in order. Re-running with the same `--model_dir` resumes (a recipe
-changed since needs `--accept_recipe_change`). Exit status (see `bert_tf.cli.app`): 0 done, 2 a wrong flag, recipe
+given once per phase of the recipe, in order. `--set` sets any recipe field by its path
+(`--set=optimizer.beta_1=0.95`, `--set=phases.1.max_seq_length=256`) and any run option as `run.FIELD`
+(`--set=run.tpu=my-tpu`); a `--config` file holds a recipe, or the whole configuration when its top level is exactly
+`recipe:` and `run:`. Re-running with the same `--model_dir` resumes (a recipe changed since needs
+`--accept_recipe_change`). Exit status (see `bert_tf.cli.app`): 0 done, 2 a wrong flag, recipe
 value, input file or model_dir, 3 non-finite loss (the last good checkpoint stays the latest), 143 stopped by SIGTERM
 and 130 by SIGINT (Ctrl-C), each after saving a checkpoint.
 """
@@ -26,14 +29,28 @@ from bert_tf.training.run_options import RunOptions
 class PretrainConfig(CommandConfig):
     """A `bert-pretrain` run: where it goes (`run`) and what it trains (`recipe`, the `--config` file's).
 
+    A platform (`recipe.platform`, `--platform`) is applied before the other settings of the same override, so
+    that they win over its settings.
+
     Example:
     >>> config = PretrainConfig(recipe=load_recipe("demo_cpu"), run=RunOptions(model_dir="runs/demo"))
     >>> config.override({"recipe.num_train_steps": 1000, "run.strategy": "one_device"}).recipe.phases[0].num_steps
     1000
+    >>> config.override({"recipe.platform": "cpu", "recipe.max_micro_batch_size": 4}).recipe.max_micro_batch_size
+    4
     """
 
+    MAIN_SECTION = "recipe"
     run: RunOptions = RunOptions()
     recipe: Recipe = dataclasses.field(kw_only=True)
+
+    def override(self, settings, where=None, flags=None):
+        platform = settings.get("recipe.platform")
+        if platform is None:
+            return super().override(settings, where, flags)
+        fitted = dataclasses.replace(self, recipe=apply_platform(self.recipe, platform))
+        rest = {path: value for path, value in settings.items() if path != "recipe.platform"}
+        return fitted.override(rest, where, flags) if rest else fitted
 
 
 def check(config):
@@ -62,14 +79,10 @@ def main(config):
 
 
 COMMAND = Command(
-    PretrainConfig, main, file_section="recipe", load=load_recipe,
-    config_help=f"Recipe: a YAML path or a shipped recipe's name ({', '.join(recipe_names())}).",
-    platform=apply_platform,
-    platform_help="Settings that fit an accelerator (configs/platforms.yaml: tpu_v4, tpu_v5e, a100_80gb, a100_40gb, "
-                  "h100_80gb, cpu): mixed precision, max_micro_batch_size, the eval batch and, on GPUs, whole-step "
-                  "XLA; explicit flags still win. Global batch and schedule stay the recipe's. A machine without the "
-                  "platform's device exits 2.",
-    check=check, required=("config", "model_dir"), flags_keep_file_values=True, errors_name_the_source=False)
+    PretrainConfig, main, load=load_recipe,
+    config_help=f"Recipe: a YAML path or a shipped recipe's name ({', '.join(recipe_names())}); a file whose top "
+                f"level is exactly recipe: and run: holds the whole configuration.",
+    check=check, required=("config", "model_dir"))
 
 
 def run():

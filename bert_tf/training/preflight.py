@@ -1,8 +1,12 @@
 """What a run checks before its first step, so that a bad input fails in seconds, not hours in: every phase's
 (its `mixed_inputs` too) and the eval's record files exist and their first records have the lengths the recipe
-gives and ids the model's embeddings hold (`records.checker.check_record_files`)."""
+gives and ids the model's embeddings hold (`records.checker.check_record_files`), and packed rows have the
+prediction slots that dynamic masking at the recipe's rate can fill."""
+
+import math
 
 from bert_tf.errors import InputError
+from bert_tf.records.packed_rows import default_predictions_per_row
 from bert_tf.text.file_patterns import expand_file_patterns
 
 
@@ -49,16 +53,46 @@ def check_run_inputs(recipe, config, masker=None, vocab=None, record_counts=None
     """
     from bert_tf.records.checker import check_record_files
 
-    for what, pattern, max_seq_length, max_predictions_per_seq in run_inputs(recipe):
+    inputs = run_inputs(recipe)
+    masked_again = len(inputs) - (1 if recipe.eval.input_file else 0)  # the eval keeps its records' own masks
+    for index, (what, pattern, max_seq_length, max_predictions_per_seq) in enumerate(inputs):
         try:
             stats = {}
-            check_record_files(pattern, max_seq_length, max_predictions_per_seq, config.vocab_size,
-                               config.type_vocab_size, masks_drawn_again=masker is not None, vocab=vocab,
-                               stats=stats)
+            files = check_record_files(pattern, max_seq_length, max_predictions_per_seq, config.vocab_size,
+                                       config.type_vocab_size, masks_drawn_again=masker is not None, vocab=vocab,
+                                       stats=stats)
             if record_counts is not None:
                 record_counts[pattern] = stats.get("records")
+            if masker is not None and index < masked_again:
+                check_prediction_slots(files, max_predictions_per_seq, masker.rules.masked_lm_prob)
         except (ValueError, OSError) as error:
             raise InputError(f"{what}: {_detail(error)}") from None
+
+
+def check_prediction_slots(files, max_predictions_per_seq, masked_lm_prob):
+    """Raises `InputError` when `files` hold packed rows with fewer prediction slots than dynamic masking at
+    `masked_lm_prob` can draw for a row (`default_predictions_per_row`: each instance capped at
+    `max_predictions_per_seq`), naming the slots, the rate and the two fixes; records of one instance pass.
+
+    >>> check_prediction_slots(["packed-512.tfrecord"], 80, 0.3)  # doctest: +SKIP
+    Traceback (most recent call last):
+    bert_tf.errors.InputError: The packed rows of packed-512.tfrecord have 80 prediction slots, but dynamic masking ...
+    """
+    from bert_tf.records.schema import read_schema
+
+    layout = read_schema(files).row_layout
+    if layout is None:
+        return
+    seq, instances, slots = layout.max_seq_length, layout.max_instances_per_row, layout.max_predictions_per_row
+    needed = default_predictions_per_row(seq, max_predictions_per_seq, instances, masked_lm_prob)
+    if needed <= slots:
+        return
+    fitting = math.floor(1000 * (slots - instances) / seq) / 1000
+    raise InputError(
+        f"The packed rows of {files[0]} have {slots} prediction slots, but dynamic masking at masked_lm_prob="
+        f"{masked_lm_prob:g} can draw up to {needed} for a row of {seq} tokens and {instances} instances: write the "
+        f"records again with bert-create-pretraining-data --pack --masked_lm_prob={masked_lm_prob:g} (slots for "
+        f"that rate), or mask at most {fitting:g} of the tokens (--set=dynamic_masking.masked_lm_prob={fitting:g}).")
 
 
 def _detail(error):

@@ -14,6 +14,7 @@ own input files and sequence lengths (the paper: 900,000 steps at 128 tokens, th
 """
 
 import dataclasses
+import functools
 import typing
 from typing import Optional
 
@@ -37,6 +38,8 @@ ALL_REDUCE_DTYPES = ("float32", "bfloat16")
 # `RUN_GROUP` beside the run options (`bert_tf.training.run_options`).
 RECIPE_GROUP = "recipe overrides (unset: the recipe's value)"
 RUN_GROUP = "the run"
+# Where it runs: the run options' strategy and the recipe's platform.
+WHERE_GROUP = "where it runs"
 
 
 class RecipeError(ConfigError):
@@ -310,7 +313,7 @@ class Recipe(_Section):
                                             "step with --set=jit_compile_scope=step (the GPU platforms' setting).")
     jit_compile_scope: str = "gradients"
     all_reduce_dtype: str = "float32"
-    platform: Optional[str] = None
+    platform: Optional[str] = field_option(None, lambda: _platform_help(), group=WHERE_GROUP)
     dynamic_masking: DynamicMaskingSpec = DynamicMaskingSpec()
     row_packing: RowPackingSpec = RowPackingSpec()
     use_next_sentence: bool = field_option(True, "Train the next-sentence loss (false: masked LM only).")
@@ -393,6 +396,16 @@ class Recipe(_Section):
     def phase_micro_batch_size(self, phase):
         """The phase's `max_micro_batch_size`, else the recipe's (None: the whole replica batch at once)."""
         return phase.max_micro_batch_size or self.max_micro_batch_size
+
+
+@functools.lru_cache(maxsize=None)
+def _platform_help():
+    """`--platform`'s help, naming the platforms of configs/platforms.yaml."""
+    from bert_tf.training.platforms import load_platforms
+
+    return (f"Settings that fit an accelerator (configs/platforms.yaml: {', '.join(load_platforms())}): mixed "
+            f"precision, max_micro_batch_size, the eval batch and, on GPUs, whole-step XLA; explicit flags still "
+            f"win. Global batch and schedule stay the recipe's. A machine without the platform's device exits 2.")
 
 
 def recipe_names():

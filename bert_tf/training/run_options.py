@@ -7,7 +7,7 @@ import dataclasses
 from typing import Optional
 
 from bert_tf.config_schema import Section, field_option
-from bert_tf.training.recipe import RUN_GROUP, RecipeError
+from bert_tf.training.recipe import RUN_GROUP, WHERE_GROUP, RecipeError
 from bert_tf.training.strategy_names import ALL_REDUCE_IMPLEMENTATIONS, STRATEGIES
 
 
@@ -26,7 +26,7 @@ one_device, default.
 
     SECTION = "run"
     ERROR = RecipeError
-    HELP_GROUP = "where it runs"
+    HELP_GROUP = WHERE_GROUP
     model_dir: Optional[str] = field_option(None, "Output directory: checkpoints, bert_config.json, vocab.txt, "
                                                   "TensorBoard logs, curves. An existing one is resumed.",
                                             group=RUN_GROUP)
