@@ -63,11 +63,11 @@ def test_direct_runner_equals_the_local_pipeline_with_a_word_segmenter(tmp_path)
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(SPECIALS + sorted({c for c in MADMAN if not c.isspace()})) + "\n", encoding="utf-8")
     corpus = tmp_path / "corpus.txt"
-    # Each paragraph's sentences, one a line, as 40 documents: several shards of 0.002 MB.
+    # Each paragraph's sentences, one a line, as 40 documents: several shards of 0.0008 MB.
     paragraphs = ["\n".join(split_sentences(p)) for p in MADMAN.split("\n\n")]
     corpus.write_text("\n\n".join(paragraphs * 20) + "\n", encoding="utf-8")
     options = InstanceOptions(max_seq_length=32, max_predictions_per_seq=6, dupe_factor=2, do_whole_word_mask=True,
-                              word_segmenter="jieba", random_seed=7, shard_size_mb=0.002)
+                              word_segmenter="jieba", random_seed=7, shard_size_mb=0.0008)
     local_file = str(tmp_path / "local.tfrecord")
     counts = CorpusCounts()
     summary = create_pretraining_data(read_documents(str(corpus), "sentences", counts), FullTokenizer(str(vocab)),
