@@ -24,6 +24,7 @@ from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.sentences import split_sentences
 from bert_tf.text.tokenizer import FullTokenizer
 from bert_tf.text.word_segmenter import WordSegmenter
+from helpers import run_cli
 
 pytest.importorskip("jieba", reason="jieba is the optional extra bert_tf[chinese] (make setup installs it)")
 
@@ -83,6 +84,20 @@ def test_groups_are_the_segmenters_words_and_ids_the_characters(segmenter, chine
         assert groups == segmenter.words(sentence)
         multi_character += sum(len(g) > 1 for g in groups)
     assert multi_character >= 40  # 三十多年, 精神, 分外, 爽快, ...: words of several characters were grouped
+
+
+def test_the_command_on_raw_chinese_text(chinese_tokenizer, tmp_path):
+    (tmp_path / "vocab.txt").write_text("\n".join(chinese_tokenizer.vocab) + "\n", encoding="utf-8")
+    (tmp_path / "madman.txt").write_text(MADMAN, encoding="utf-8")
+    output = tmp_path / "train.tfrecord"
+    process = run_cli("create_pretraining_data", f"--input_file={tmp_path / 'madman.txt'}", "--input_format=text",
+                      f"--output_file={output}", f"--vocab_file={tmp_path / 'vocab.txt'}", "--do_whole_word_mask",
+                      "--word_segmenter=jieba", "--max_seq_length=32", "--max_predictions_per_seq=6",
+                      "--dupe_factor=2", "--num_workers=0")
+    assert process.returncode == 0, process.stderr[-2000:]
+    # The text's 10 sentences (split at 。 and ？), each segmented, none fell back.
+    assert "word segmenter: 0 of 10 sentences (0.00%) fell back to token masking" in process.stdout
+    assert read_schema([str(output)]).optional_features == ("word_starts",)
 
 
 def test_a_line_the_segmenter_and_tokenizer_disagree_on_falls_back_and_is_counted(segmenter, chinese_tokenizer):

@@ -79,7 +79,7 @@ class WordSegmenter:
         """
         ids, row_splits = tokenizer.tokenize_to_ids(sentences)
         words = [self.words(sentence) for sentence in sentences]
-        word_ids, word_splits = tokenizer.tokenize_to_ids([word for line in words for word in line])
+        word_ids, word_splits = _tokenize_words([word for line in words for word in line], tokenizer)
         # A group starts at each word's first token: at the token offsets where a word with tokens begins.
         word_lengths = np.diff(word_splits)
         first_word = np.concatenate([[0], np.cumsum([len(line) for line in words])]).astype(np.int64)
@@ -99,3 +99,15 @@ class WordSegmenter:
                 fallbacks += 1
                 starts[line] = by_pieces[line]
         return ids, row_splits, starts, fallbacks
+
+
+def _tokenize_words(words, tokenizer):
+    """`tokenizer.tokenize_to_ids(words)`, each distinct word tokenized once (a text repeats most of its words)."""
+    index_of = {}
+    index = np.array([index_of.setdefault(word, len(index_of)) for word in words], np.int64)
+    distinct_ids, distinct_splits = tokenizer.tokenize_to_ids(list(index_of))
+    lengths = np.diff(distinct_splits)[index]
+    splits = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    # Token t of word w is distinct token distinct_splits[index[w]] + (t - splits[w]).
+    source = np.repeat(distinct_splits[:-1][index] - splits[:-1], lengths) + np.arange(splits[-1])
+    return distinct_ids[source], splits
