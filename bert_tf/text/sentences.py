@@ -5,12 +5,17 @@ The rule: a blank line always ends a sentence (paragraphs, headings). Inside a p
   it: the characters of Unicode's Sentence_Terminal property (through the `regex` library) but ".", "!" and "?",
   i.e. 。！？｡ (Chinese, Japanese), । ॥ (Devanagari and other Indic scripts), ؟ ۔ (Arabic, Urdu), ። (Ethiopic),
   ။ (Myanmar) and the rest. These scripts have no upper case and Chinese and Japanese put no space after them, so
-  nothing about the next word is asked; they are not used in abbreviations or numbers.
+  nothing about the next word is asked; they are not used in abbreviations (the fullwidth "．" can be a decimal
+  point between fullwidth digits, "３．５": such a number is cut, a known limit).
 - ".", "!", "?" or "…" (with any closing quotes or brackets after them) end a sentence when whitespace follows and
   the next word starts with an upper-case letter, a digit or a letter of a script without case (opening quotes and
   brackets skipped), unless the word before the period is a known abbreviation ("Mr.", "Dr.", "e.g.", ...) or a
   single letter (an initial, "J. R. R. Tolkien").
 Whitespace inside a sentence collapses to single spaces.
+
+Why not pysbd or sentencex (rule-based segmenters of many languages): both take the text's language, which a raw
+text file does not state, and apply that language's abbreviation lists, which would change the English rule's
+results; Unicode's property, read through `regex`, is the one list of sentence ends that every script shares.
 
 Why not tensorflow-text's `StateBasedSentenceBreaker` (it runs on CPU here): it splits "It costs $3.50." after
 "$3.", "Mr. Smith" after "Mr." and moves a closing quote to the next sentence ('He said: "Hello!' | '" Then ...'),
