@@ -42,10 +42,11 @@ lint: $(STAMP)
 # `make test PYTEST_ARGS=-x`.
 PYTEST := $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
-# The fast tier, the linter first: the units, the schema and the bad-input rows that train nothing (the tests
-# marked `fast`), while you work.
+# The fast tier, the linter first: the units, the schema and the bad-input rows that train nothing (every test not
+# marked `slow` or `large`), while you work.
+FAST_TIER := not slow and not large
 test-fast: lint
-	$(PYTEST) -m fast tests
+	$(PYTEST) -m "$(FAST_TIER)" tests
 
 # The default tier, after the linter: every unit test and bad-input row, one two-process run with a restart,
 # preemption and resume, and a small end-to-end demo; run it after every change. A bare `pytest tests` runs it

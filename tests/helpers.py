@@ -9,10 +9,19 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(REPO, "tests")
 
 # H=16, 2 layers, 2 heads, vocab 64, 32 positions: builds and runs a step in well under a second.
 TINY = dict(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
             max_position_embeddings=32)
+
+
+def python_path_env(*folders):
+    """`os.environ` with `folders` (tests/ if none) first on PYTHONPATH: a child Python started by a test imports the
+    tests' own modules (`from test_device_loop import make_trainer`) as pytest lets the test itself, or the package
+    from the checkout where it is not installed (`python_path_env(REPO)` for the jax venv)."""
+    paths = list(folders or [TESTS]) + [p for p in [os.environ.get("PYTHONPATH")] if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def tiny_config(**overrides):

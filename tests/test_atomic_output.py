@@ -12,8 +12,6 @@ import pytest
 from bert_tf.atomic_output import AtomicFile, write_text_atomically
 from bert_tf.errors import InputError
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "bert_tf"
 OWNER = PACKAGE / "atomic_output.py"
 # The calls that put a file or directory in the place of another.

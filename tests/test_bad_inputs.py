@@ -372,12 +372,12 @@ phases: [{{name: seq16, num_steps: 2, max_seq_length: 16, max_predictions_per_se
 """
 
 
-# The rows of the commands that train nothing are in the fast tier too (`make test-fast`).
+# The rows of the commands that train are left out of the fast tier (`make test-fast`); the others are in it.
 TRAINING_COMMANDS = ("pretrain", "finetune")
 
 
 @pytest.mark.parametrize("command, row", [
-    pytest.param(command, row, marks=() if command in TRAINING_COMMANDS else pytest.mark.fast)
+    pytest.param(command, row, marks=pytest.mark.slow if command in TRAINING_COMMANDS else ())
     for command, rows in ROWS.items() for row in rows],
     ids=lambda value: value.case.replace(" ", "_") if isinstance(value, Row) else value)
 def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
@@ -398,6 +398,7 @@ def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):
     assert not list(tmp_path.rglob("ckpt-*")), "a checkpoint was written: something trained"
 
 
+@pytest.mark.slow
 def test_internal_error_inside_a_command_exits_1_with_the_hint(paths, tmp_path):
     # A bug inside bert-vocab (here: the learner raising a plain ValueError, as a library bug would) is exit 1 and
     # one line that says so and how to get the traceback, never exit 2 ("your input was bad").
@@ -418,6 +419,7 @@ def test_internal_error_inside_a_command_exits_1_with_the_hint(paths, tmp_path):
     assert not (tmp_path / "vocab.txt").exists()
 
 
+@pytest.mark.slow
 def test_debug_verbosity_shows_the_traceback(paths, tmp_path):
     process = run_cli("vocab", f"--input_file={paths['dir']}", "--input_format=text", f"--output_file={tmp_path}/v",
                       "--verbosity=debug")
@@ -426,6 +428,7 @@ def test_debug_verbosity_shows_the_traceback(paths, tmp_path):
     assert process.stderr.strip().splitlines()[-1].startswith("bert-vocab: error: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error, code, words", [
     (OSError(errno.ENOSPC, "No space left on device", "/data/train.tfrecord"), 2,
      "/data/train.tfrecord: No space left on device: free some space"),
@@ -481,6 +484,7 @@ LIBRARY_ROWS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case, writer, name, node, words", LIBRARY_ROWS, ids=[row[0] for row in LIBRARY_ROWS])
 def test_writer_refuses_a_node_in_one_line(case, writer, name, node, words, tmp_path):
     path = make_node(tmp_path / (name or node), node)  # named as the file the writer writes, or as a folder
@@ -491,6 +495,7 @@ def test_writer_refuses_a_node_in_one_line(case, writer, name, node, words, tmp_
     assert stat.S_IFMT(os.lstat(path).st_mode) == NODES[node][0], "the node was replaced"
 
 
+@pytest.mark.slow
 def test_output_to_a_null_device_is_written_through(paths, tmp_path):
     nodes = make_nodes(tmp_path, "{out}/null")
     process = run_cli("create_pretraining_data", f"--input_file={paths['corpus']}", f"--output_file={nodes['null']}",

@@ -11,6 +11,8 @@ import pytest
 from bench import harness
 from pretraining_records import write_records, write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 class SimulatedClock:
     """The time as the runners spend it, so that the timings are exact."""

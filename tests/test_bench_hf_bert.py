@@ -14,6 +14,8 @@ sys.path.insert(0, os.path.join(REPO, "bench"))
 
 from bench_hf_bert import build_model, flops_per_sequence, parameter_count, preset_config  # noqa: E402
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SCRIPT = os.path.join(REPO, "bench", "bench_hf_bert.py")
 # Runs the script as its `__main__`, then says which TensorFlow or Keras modules were imported (transformers looks
 # for TensorFlow without importing it, so a finder's record of attempts would not tell).

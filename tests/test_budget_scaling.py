@@ -7,8 +7,6 @@ import pytest
 
 from bert_tf.training.recipe import RecipeError, load_recipe, recipe_names, scaled_phase_steps
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 
 def scaled(name, total):
     return [p.num_steps for p in load_recipe(name).override({"num_train_steps": total, "num_warmup_steps": 1}).phases]

@@ -7,11 +7,12 @@ import sys
 
 import pytest
 
+from tools import update_build
+
 # realpath: under `bazel test` this file is a symlink in the runfiles tree, and the checks are about the source tree.
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tools"))
 
-import update_build  # noqa: E402
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 
 def build_calls(path=os.path.join(REPO, "BUILD")):
@@ -97,36 +98,40 @@ def test_build_is_up_to_date_with_the_generator():
     assert done.returncode == 0, done.stderr
 
 
-def test_generator_follows_added_removed_and_large_test_files(tmp_path):
+def test_generator_follows_added_removed_large_and_slow_test_files(tmp_path):
+    # A file is in the fast tier unless marked: only a file marked slow or large as a whole has no fast target.
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_fast.py").write_text("def test_a():\n    assert 1\n")
     (tmp_path / "tests" / "test_heavy.py").write_text("@pytest.mark.large\ndef test_b():\n    assert 1\n")
-    (tmp_path / "tests" / "test_mentions.py").write_text('def test_c():\n    assert "@pytest.mark.large"\n')
+    (tmp_path / "tests" / "test_mentions.py").write_text('def test_c():\n    assert "pytestmark = pytest.mark.slow"\n')
     (tmp_path / "tests" / "test_scale.py").write_text("pytestmark = pytest.mark.large\ndef test_d():\n    pass\n")
-    (tmp_path / "tests" / "test_units.py").write_text("pytestmark = pytest.mark.fast\ndef test_e():\n    pass\n")
+    (tmp_path / "tests" / "test_trains.py").write_text("pytestmark = pytest.mark.slow\ndef test_e():\n    pass\n")
     (tmp_path / "tests" / "helpers.py").write_text("")
     before = f'py_library(name = "x")\n\n{update_build.BEGIN}\nold\n{update_build.END}\n# tail\n'
 
     after = update_build.updated_build(before, repo=str(tmp_path))
     assert after.startswith('py_library(name = "x")\n\n') and after.endswith("\n# tail\n") and "old" not in after
     calls = build_calls_from_text(after, tmp_path)
+    fast = {"tags": ["fast"], "tier": "fast"}
     assert calls == [("py_library", {"name": "x"}),
                      ("pytest_test", {"name": "test_fast", "srcs": ["tests/test_fast.py"]}),
+                     ("pytest_test", {"name": "test_fast_fast", "srcs": ["tests/test_fast.py"], **fast}),
                      ("pytest_test", {"name": "test_heavy", "srcs": ["tests/test_heavy.py"]}),
                      ("pytest_test", {"name": "test_heavy_large", "srcs": ["tests/test_heavy.py"], "size": "large",
                                       "tags": ["large"], "tier": "large"}),
+                     ("pytest_test", {"name": "test_heavy_fast", "srcs": ["tests/test_heavy.py"], **fast}),
                      ("pytest_test", {"name": "test_mentions", "srcs": ["tests/test_mentions.py"]}),
+                     ("pytest_test", {"name": "test_mentions_fast", "srcs": ["tests/test_mentions.py"], **fast}),
                      ("pytest_test", {"name": "test_scale_large", "srcs": ["tests/test_scale.py"], "size": "large",
                                       "tags": ["large"], "tier": "large"}),
-                     ("pytest_test", {"name": "test_units", "srcs": ["tests/test_units.py"]}),
-                     ("pytest_test", {"name": "test_units_fast", "srcs": ["tests/test_units.py"], "tags": ["fast"],
-                                      "tier": "fast"})]
+                     ("pytest_test", {"name": "test_trains", "srcs": ["tests/test_trains.py"]})]
     assert update_build.updated_build(after, repo=str(tmp_path)) == after
 
     (tmp_path / "tests" / "test_fast.py").unlink()
     shorter = update_build.updated_build(after, repo=str(tmp_path))
     assert [a["name"] for _, a in build_calls_from_text(shorter, tmp_path)] == [
-        "x", "test_heavy", "test_heavy_large", "test_mentions", "test_scale_large", "test_units", "test_units_fast"]
+        "x", "test_heavy", "test_heavy_large", "test_heavy_fast", "test_mentions", "test_mentions_fast",
+        "test_scale_large", "test_trains"]
 
 
 def test_generator_refuses_a_build_without_markers():

@@ -26,6 +26,8 @@ from bert_tf.training.strategy import worker_layout
 from helpers import tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 STRATEGY = tf.distribute.get_strategy()
 ONE_PROCESS = worker_layout(STRATEGY)
 # This process as worker 0 (the chief) or 1 of two: two input pipelines over all workers.

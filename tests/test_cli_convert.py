@@ -8,6 +8,8 @@ import pytest
 from bert_tf.model_dir import load_encoder
 from helpers import run_cli
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 

@@ -12,6 +12,8 @@ from bert_tf.records.reader import read_records
 from helpers import run_cli, tiny_config
 from pretraining_records import FIRST_WORD_ID, write_records, write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 RUN_RESULTS = "masked_lm_accuracy = 0.5\nglobal_step = 7\n"
 
 

@@ -14,6 +14,8 @@ import tensorflow as tf
 from helpers import REPO, run_cli
 from pretraining_records import write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 @pytest.mark.large
 def test_beam_command_takes_the_shared_flags_and_passes_runner_options_to_beam(tmp_path):

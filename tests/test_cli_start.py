@@ -39,7 +39,6 @@ def own_flags(module):
     return sorted(command_flag_values(importlib.import_module(f"bert_tf.cli.{module}").COMMAND))
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
 def test_help_lists_the_commands_own_flags_and_exits_0_without_tensorflow(script, no_tensorflow):
     done = installed(script, "--help", env=no_tensorflow)
@@ -55,7 +54,6 @@ def test_help_lists_the_commands_own_flags_and_exits_0_without_tensorflow(script
     assert re.search(r"^  --verbosity", full.stdout, re.MULTILINE), full.stdout[-2000:]
 
 
-@pytest.mark.fast
 def test_pretrain_help_groups_its_flags_and_names_every_shipped_recipe(no_tensorflow):
     done = installed("bert-pretrain", "-h", env=no_tensorflow)
     assert done.returncode == 0
@@ -66,7 +64,6 @@ def test_pretrain_help_groups_its_flags_and_names_every_shipped_recipe(no_tensor
     assert all(name in " ".join(config_help.split()) for name in recipes), config_help
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize("script", ["bert-pretrain", "bert-create-pretraining-data", "bert-finetune", "bert-vocab"])
 def test_a_mistyped_flag_is_one_line_and_exit_2_without_tensorflow(script, no_tensorflow):
     done = installed(script, "--modle_dir=x", env=no_tensorflow)
@@ -75,7 +72,6 @@ def test_a_mistyped_flag_is_one_line_and_exit_2_without_tensorflow(script, no_te
                                         f"the flags)."] or "Did you mean" in done.stderr, done.stderr
 
 
-@pytest.mark.fast
 def test_pretrain_names_a_missing_input_file_without_tensorflow(no_tensorflow, tmp_path):
     missing, vocab = tmp_path / "train.tfrecord", tmp_path / "vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n")  # demo_cpu draws its masks: it needs the vocab
@@ -88,6 +84,7 @@ def test_pretrain_names_a_missing_input_file_without_tensorflow(no_tensorflow, t
     assert not (tmp_path / "run").exists()  # nothing written
 
 
+@pytest.mark.slow
 def test_tensorflow_start_up_lines_stay_hidden_in_a_fresh_process(tmp_path):
     """Cold, with TensorFlow importable: the command imports it after parsing its flags, and its C++ start-up lines
     (oneDNN, the CUDA stub, cuInit) are still hidden: stderr holds the device line and the one error line only."""

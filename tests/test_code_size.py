@@ -6,11 +6,7 @@ import glob
 import os
 import textwrap
 
-import pytest
-
 from helpers import REPO
-
-pytestmark = pytest.mark.fast  # in `make test-fast` too
 
 MAX_LINES = 60
 

@@ -10,12 +10,8 @@ import json
 import os
 import re
 
-import pytest
-
 from bert_tf.cli.flag_parsing import command_flag_values
 from helpers import REPO
-
-pytestmark = pytest.mark.fast  # in `make test-fast` too
 
 TABLE = os.path.join(REPO, "tests", "fixtures", "command_flags.json")
 COMMANDS = sorted(re.findall(r'"bert-[\w-]+=bert_tf\.cli\.(\w+):run"',

@@ -8,12 +8,15 @@ import os
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.compat import PRIVATE_OVERRIDES, keras_internals, tensorflow_internals
 from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.input_hosts import HostIterator
 from helpers import REPO
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 PACKAGE = os.path.join(REPO, "bert_tf")
 COMPAT = os.path.join(PACKAGE, "compat")
@@ -139,7 +142,6 @@ def test_hlo_protos():
         stage="optimized_hlo_proto_serialized")
     assert tensorflow_internals.hlo_buffer_assignment(optimized).logical_buffers, (
         "TensorFlow changed the HLO proto's buffer assignment")
-
 
 
 def test_xla_custom_call_emits_the_target_with_its_config_and_result_shapes():

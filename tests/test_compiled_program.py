@@ -18,6 +18,8 @@ from bert_tf.training.pretraining import resolve_bert_config
 from bert_tf.training.recipe import Recipe, load_recipe
 from helpers import tiny_model_section
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 BATCH = 32  # sequences on one replica, at the first phase's 128 tokens and 20 predictions
 
 

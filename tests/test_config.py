@@ -8,8 +8,6 @@ import pytest
 from bert_tf import BertConfig
 from bert_tf.config import configs_dir
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 # (layers, hidden, heads) of the released models and the Turc et al. miniatures (docs/original_recipe.md).
 PRESET_SHAPES = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8),
                  "base": (12, 768, 12), "large": (24, 1024, 16)}

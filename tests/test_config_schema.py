@@ -20,8 +20,6 @@ from bert_tf.training.platforms import load_platforms
 from bert_tf.training.recipe import load_recipe
 from helpers import REPO
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 UNKNOWN = r"^{where}: unknown field\(s\) \['{key}'\]; known fields are \[.*'{known}'.*\]\.$"
 WRONG_TYPE = r"^{where}: {field}='{value}' must be {kind}: write it without quotes \({key}: {value}\)\.$"
 

@@ -20,6 +20,8 @@ from bert_tf.training.trainer import LoopResult
 from bert_tf.training.training_log import HISTORY_FILE, read_eval_results, read_history
 from pretraining_records import one_phase_tiny_recipe
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 PHASE = types.SimpleNamespace(name="seq128")
 
 

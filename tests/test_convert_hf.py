@@ -16,6 +16,8 @@ from bert_tf.conversion.from_hf import convert_hf
 from bert_tf.model_dir import load_encoder, load_pretrainer, read_config
 from bert_tf.modeling.encoder import BertEncoder
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 TINY = os.path.join(FIXTURES, "hf_tiny_pretraining")
 ENCODER_INPUTS = {"input_word_ids": "input_ids", "input_mask": "attention_mask", "input_type_ids": "token_type_ids"}

@@ -14,6 +14,8 @@ from bert_tf.conversion import tf1_names
 from bert_tf.conversion.from_tf1 import convert_tf1
 from bert_tf.model_dir import load_encoder, load_pretrainer, read_config
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 # An original-style bert_config.json: "gelu" means the tanh approximation, no layer_norm_eps key (1e-12 in code).
 ORIGINAL_CONFIG = {"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
                    "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,

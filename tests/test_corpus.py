@@ -12,8 +12,6 @@ from bert_tf.text.sentences import split_sentences
 from bert_tf.text.tfds_corpus import read_tfds_documents
 from bert_tf.text.tokenizer import FullTokenizer
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 TFDS_TEXTS = ["In the beginning was the Word. The Word was with God.", "Jesus wept.",
               "Blessed are the poor in spirit. Theirs is the Kingdom of Heaven! Blessed are those who mourn."]
 

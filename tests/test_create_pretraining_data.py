@@ -28,6 +28,8 @@ from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.tokenizer import FullTokenizer
 from helpers import run_cli, start_cli
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 class ScriptedRng:
     """Stands in for random.Random in hand-computed cases: returns the values given, in order."""

@@ -21,8 +21,10 @@ from bert_tf.modeling.attention import MASK_ADDER, BertSelfAttention, attention_
 from bert_tf.modeling.attention_kernel import active_attention_kernel, fused_attention_kernel
 from bert_tf.training.pretraining import PretrainingRun
 from bert_tf.training.recipe import Recipe, RecipeError, load_recipe
-from helpers import REPO, tiny_model_section
+from helpers import REPO, python_path_env, tiny_model_section
 from pretraining_records import write_records, write_vocab
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 B, T, HIDDEN, HEADS = 2, 16, 32, 2  # head size 16: a multiple of 8, as cuDNN needs
 LENGTHS = [11, 16]  # one padded row, one full row
@@ -195,7 +197,6 @@ def test_a_run_that_cannot_compile_the_calls_is_refused_with_one_line():
 
 JAX_CONFIG = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from jax._src.cudnn import fused_attention_stablehlo as fa
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
@@ -214,7 +215,8 @@ with mlir.make_ir_context():
 def test_the_config_is_the_one_jax_writes_for_the_same_shapes():
     if not os.path.exists(JAX_PYTHON):
         pytest.fail(f"{JAX_PYTHON} is missing: run `make jax-venv` (jax 0.11.2 on Python 3.12, as on the GPU machine).")
-    done = subprocess.run([JAX_PYTHON, "-c", JAX_CONFIG, REPO], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([JAX_PYTHON, "-c", JAX_CONFIG], env=python_path_env(REPO), capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split("\n")[:2] == ["forward same", "backward same"], done.stdout[-3000:]
 

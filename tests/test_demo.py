@@ -22,6 +22,8 @@ from bert_tf.text.vocabulary import Vocabulary
 from bert_tf.training.evaluation import unigram_baseline
 from helpers import run_demo
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 _full_run = []
 
 

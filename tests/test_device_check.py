@@ -17,6 +17,8 @@ from bert_tf.training.platforms import apply_platform, load_platforms
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.strategy import create_strategy, default_all_reduce_implementation
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 def test_every_platform_names_its_device_type():
     types = {name: platform_device_type(p.device) for name, p in load_platforms().items()}

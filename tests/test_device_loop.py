@@ -9,14 +9,17 @@ import textwrap
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.optimizers.adam_weight_decay import AdamWeightDecay
 from bert_tf.training.pretraining import create_pretrainer
 from bert_tf.training.strategy import worker_layout
 from bert_tf.training.trainer import Trainer
-from helpers import tiny_config
+from helpers import python_path_env, tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED = 16, 4
@@ -31,7 +34,6 @@ GRAPH_SCRIPT = textwrap.dedent("""
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    sys.path.insert(0, "tests")
     from test_device_loop import CONFIG, SEQ, PRED, make_trainer, dataset
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     trainer = make_trainer(strategy)
@@ -113,8 +115,8 @@ def dataset(num_batches, nan_at=None):
 
 
 def test_mirrored_loop_graph_is_device_side():
-    run = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT], cwd=REPO, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT], cwd=REPO, env=python_path_env(), capture_output=True,
+                         text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     graph = json.loads(run.stdout.strip().splitlines()[-1])
     body, outside, replicas = graph["body"], graph["outside"], graph["replicas"]
@@ -165,7 +167,6 @@ EVAL_SCRIPT = textwrap.dedent("""
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    sys.path.insert(0, "tests")
     from test_device_loop import make_trainer, dataset
     from bert_tf.training.evaluation import evaluate
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
@@ -179,8 +180,8 @@ EVAL_SCRIPT = textwrap.dedent("""
 def test_evaluation_on_two_replicas_equals_one_device():
     """Each eval batch split over two replicas (strategy.run) gives the numbers of the whole batch on one device
     (which tests/test_evaluation.py checks against the original metric_fn)."""
-    run = subprocess.run([sys.executable, "-c", EVAL_SCRIPT], cwd=REPO, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run([sys.executable, "-c", EVAL_SCRIPT], cwd=REPO, env=python_path_env(), capture_output=True,
+                         text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads(run.stdout.strip().splitlines()[-1])
     mirrored, one_device = results["mirrored"], results["one_device"]

@@ -23,6 +23,8 @@ from bert_tf.training.training_log import read_history
 from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
 from pretraining_records import write_records, write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SEQ, PRED, STEPS = 16, 4, 12
 
 

@@ -8,11 +8,7 @@ import os
 import re
 import subprocess
 
-import pytest
-
 from helpers import REPO
-
-pytestmark = pytest.mark.fast  # in `make test-fast` too
 
 OUTSIDE = re.compile(r"shared/|\b(RECIPE|ENVIRONMENT|CONTRACT|STYLE)\.md\b")
 CITED = re.compile(r"\bdocs/[\w.-]+\.md\b")

@@ -15,6 +15,8 @@ import pytest
 
 import bert_tf
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 OPTIONS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 def module_names():
     return ["bert_tf"] + sorted(info.name for info in pkgutil.walk_packages(bert_tf.__path__, "bert_tf."))

@@ -9,6 +9,8 @@ from bert_tf.inputs.dynamic_masking import DynamicMasker
 from bert_tf.inputs.input_spec import InputSpec
 from bert_tf.inputs.pretraining_dataset import MODEL_FEATURES, pretraining_dataset
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 # A vocab of 400 words and 100 "##" pieces after the specials, in the original's order of ids.
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(400)] + [f"##p{i}" for i in range(100)]
 PAD, CLS, SEP, MASK = 0, 2, 3, 4

@@ -32,6 +32,8 @@ from estimate_xla_memory import (  # noqa: E402
 
 from bert_tf.accelerators.device_peaks import DEVICES  # noqa: E402
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 def test_the_h100_target_description_is_in_the_repository_and_names_its_memory():
     with open(TARGET_FILE, encoding="utf-8") as f:

@@ -11,6 +11,8 @@ from bert_tf.training.evaluation import evaluate
 from helpers import tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SEQ, PRED = 16, 4
 CONFIG = tiny_config(vocab_size=VOCAB_SIZE, max_position_embeddings=SEQ)
 

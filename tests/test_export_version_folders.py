@@ -5,6 +5,8 @@ import pytest
 from bert_tf.errors import OutputExistsError
 from bert_tf.serving.export import check_free
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 def test_the_refusal_names_the_next_free_version(tmp_path):
     for version in ("1", "3"):

@@ -23,6 +23,8 @@ from bert_tf.training.pretraining import resolve_bert_config
 from bert_tf.training.recipe import load_recipe
 from helpers import run_cli, tiny_config
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 # 64 tokens: [unused] rows before [UNK] as in the released vocab, words and their "##" pieces.
 WORDS = ["the", "king", "and", "his", "sons", "reigned", ".", "je", "##hosh", "##ap", "##hat", "beg", "##at",

@@ -4,10 +4,13 @@ the legend, the original beside a replaced token). The Figures are read before s
 
 import matplotlib.image
 import numpy as np
+import pytest
 
 from bert_tf.demo_figure import predictions_figure, write_predictions_png
 from bert_tf.instances.statistics import InstanceStatistics, plot_statistics, statistics_figure
 from bert_tf.records.masking_figure import CATEGORIES
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 PREDICTIONS = [
     {"sentence": "Please let your handmaid speak a word to my lord the king.", "word": "king", "in_top_k": True,

@@ -17,8 +17,6 @@ from helpers import REPO
 
 BEFORE = os.path.join(REPO, "tests", "fixtures", "files_of_version_0_1")
 
-pytestmark = pytest.mark.fast
-
 
 def test_bert_config_json_keeps_the_original_keys_and_adds_the_format_version(tmp_path):
     config = BertConfig.preset("tiny")

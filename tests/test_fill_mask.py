@@ -11,6 +11,8 @@ import tensorflow as tf
 from bert_tf.serving import MaskFiller
 from helpers import run_cli
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 # Words of the demo's vocab, each one WordPiece: the packed ids of TEXT are [CLS] and the ... [SEP], so the masks
 # sit at positions 3 and 5.
 TEXT, FILLED, POSITIONS = "and the [MASK] said [MASK]", "and the lord said god", [3, 5]

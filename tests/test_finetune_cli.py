@@ -23,6 +23,8 @@ from bert_tf.model_dir import write_model_dir
 from bert_tf.serving import export_encoder
 from helpers import run_cli, tiny_config
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 EPOCH_LINE = re.compile(r"^epoch (\d+): dev accuracy: (0\.\d{4})(?: dev f1: (0\.\d{4}))?$", re.M)
 
 

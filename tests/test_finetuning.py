@@ -11,6 +11,8 @@ import tensorflow as tf
 from bert_tf.finetuning import BertClassifier, BertSpanQA, BertTokenClassifier, create_finetuning_optimizer
 from bert_tf.serving import export_classifier, export_span_qa, non_core_ops
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 XENT = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 TOLERANCE = 1e-5
 

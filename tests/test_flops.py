@@ -5,8 +5,6 @@ import pytest
 from bert_tf.accelerators.flops import training_flops_per_sequence
 from bert_tf.config import BertConfig
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 
 def test_bert_base_flops_per_sequence_by_the_stated_convention():
     config = BertConfig.preset("base")

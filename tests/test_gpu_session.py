@@ -16,6 +16,8 @@ import numpy as np  # noqa: E402
 from gpu_session import SCALES, exports, main, padded_batch, read_ledger, run_session, tasks  # noqa: E402
 from synthetic_batch import synthetic_batch  # noqa: E402
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 JAX_PYTHON = os.path.join(REPO, ".venv-jax", "bin", "python")
 SESSION = os.path.join(REPO, "bench", "gpu_session.py")
 

@@ -10,14 +10,17 @@ import subprocess
 import sys
 import textwrap
 
-from helpers import REPO
+import pytest
+
+from helpers import REPO, python_path_env
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 SCRIPT = textwrap.dedent("""
     import collections, json, sys
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    sys.path.insert(0, "tests")
     import keras
     from test_device_loop import CONFIG, dataset
     from bert_tf.compat import tensorflow_internals as compat
@@ -88,7 +91,8 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_gpu_step_is_one_xla_cluster_with_its_all_reduce_and_update_and_host_side_flags():
-    run = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, capture_output=True, text=True, timeout=300)
+    run = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, env=python_path_env(), capture_output=True,
+                         text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
     # Without the fix: Keras' counter update broadcasts through merge_call, which cannot run in a compiled step.

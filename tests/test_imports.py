@@ -9,8 +9,6 @@ import pytest
 
 from helpers import REPO
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 # Modules that must import without TensorFlow, and what each check then uses.
 KERAS_ONLY = [
     ("import bert_tf, bert_tf.training", "bert_tf.__version__"),

@@ -10,6 +10,8 @@ from bert_tf.training.checkpointing import iterator_keys
 from bert_tf.training.input_hosts import HostIterator, group_by_host, host_iterators, strategy_hosts
 from bert_tf.training.strategy import WorkerLayout
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 def hosts_of(devices):
     return [(host.device, host.replicas) for host in group_by_host(devices)]

@@ -5,9 +5,12 @@ extra with TensorFlow's CUDA wheels, and a TPU VM package set that leaves out ev
 import ast
 import os
 
+import pytest
 from packaging.requirements import Requirement
 
 from helpers import REPO
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 
 def setup_lists():

@@ -6,6 +6,8 @@ import pytest
 from bert_tf.errors import InputError
 from bert_tf.finetuning.examples import read_table
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 ARTICLE = ("Ad sales boost Time Warner profit. Quarterly profits at US media giant TimeWarner jumped 76% to $1.13bn "
            "for the three months to December, from $639m year-earlier. ") * 16
 

@@ -10,8 +10,6 @@ import pytest
 
 from helpers import REPO
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 PACKAGE = os.path.join(REPO, "bert_tf")
 ARCHITECTURE = os.path.join(REPO, "docs", "architecture.md")
 # Modules that must run without TensorFlow (the GPU machines have JAX only), with every bert_tf module they import.

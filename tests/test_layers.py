@@ -14,6 +14,8 @@ from bert_tf.modeling.dropout import BertDropout
 from helpers import tiny_config
 from layer_test_case import run_layer_test
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 HIDDEN, VOCAB = 8, 30
 RNG = np.random.default_rng(0)
 

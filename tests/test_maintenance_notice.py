@@ -14,6 +14,8 @@ from bert_tf.training.pretraining import run_pretraining
 from bert_tf.training.recipe import Recipe
 from pretraining_records import one_phase_tiny_recipe
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 @pytest.fixture
 def metadata_server():

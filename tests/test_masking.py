@@ -5,8 +5,6 @@ import pytest
 
 from bert_tf.instances.masking import MaskDraws, MaskingRules, StaticMasker, num_to_predict
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 PAD, CLS, SEP, MASK = 0, 1, 2, 3
 VOCAB = 50
 # Ids 30..49 are "##" pieces.

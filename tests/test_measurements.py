@@ -9,11 +9,7 @@ import runpy
 import subprocess
 import sys
 
-import pytest
-
 from helpers import REPO
-
-pytestmark = pytest.mark.fast  # in `make test-fast` too
 
 RENDERER = os.path.join(REPO, "tools", "render_measurements.py")
 # Where rows live: bench/results/, experiments/results/ and a tool's own results/ (tools/xla/results/).

@@ -15,6 +15,8 @@ from bert_tf.training.recipe import Recipe
 from helpers import tiny_config, tiny_model_section
 from pretraining_records import write_records, write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SEQ, PRED = 16, 4
 CONFIG = tiny_config(num_hidden_layers=1, max_position_embeddings=SEQ)  # as the run's tiny_model_section
 

@@ -14,6 +14,8 @@ from bert_tf.modeling import TransformerBlock, attention_mask_adder, gelu, gelu_
 from bert_tf.modeling.embeddings import sinusoidal_position_table
 from bert_tf.modeling.losses import masked_lm_loss
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 TF1_NAMES_PER_LAYER = [
     "attention/self/query/kernel", "attention/self/query/bias", "attention/self/key/kernel",
     "attention/self/key/bias", "attention/self/value/kernel", "attention/self/value/bias",

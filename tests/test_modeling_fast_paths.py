@@ -17,6 +17,8 @@ from bert_tf.modeling.losses import (
     next_sentence_loss,
 )
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 def log_softmax(x):
     x = x.astype(np.float64)

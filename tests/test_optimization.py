@@ -15,6 +15,8 @@ from bert_tf.optimizers.schedule import WarmupPolynomialDecay
 from bert_tf.training.recipe import load_recipe
 from helpers import tiny_config
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 
 

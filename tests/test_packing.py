@@ -8,8 +8,6 @@ import tensorflow as tf
 from bert_tf.text.packing import pack_spans, pack_spans_in_graph, pair_keep_lengths
 from helpers import original_truncation
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 CLS, SEP = 1, 2
 
 

@@ -19,6 +19,8 @@ from bert_tf.accelerators.peak_flops import (
 from bert_tf.accelerators.replica_devices import replica_devices
 from bert_tf.training.training_log import TrainingLog
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 DEFAULT = tf.distribute.get_strategy()
 
 

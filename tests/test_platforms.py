@@ -13,8 +13,6 @@ from bert_tf.analysis.memory_estimate import GIB, HEADROOM, MemoryEstimate
 from bert_tf.training.platforms import PLATFORMS_FILE, apply_platform, load_platforms
 from bert_tf.training.recipe import RecipeError, load_recipe
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 with open(PLATFORMS_FILE, encoding="utf-8") as f:
     PLATFORMS_YAML = yaml.safe_load(f)
 ESTIMATES = PLATFORMS_YAML["estimates"]

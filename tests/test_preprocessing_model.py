@@ -16,6 +16,8 @@ from bert_tf.serving import export_preprocessing
 from bert_tf.serving.preprocessing_module import BertPackInputs
 from bert_tf.text.tokenizer import FullTokenizer
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SEQ_LENGTH = 32
 TRICKY = ["Café\u00a0Straße\x00s 中文 ﬁne", "a\x00b c\u200bd\ttab\r\nline", "İstanbul ǅ Ⅻ naïve résumé",
           "Hello, World! I'm here... (really) -- yes?", "日本語テキスト and ＦＵＬＬ width", "\ufffdodd\u2028sep",

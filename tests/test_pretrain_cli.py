@@ -24,6 +24,8 @@ from bert_tf.training.training_log import read_history
 from helpers import REPO, latest_step, run_cli, start_cli, tiny_model_section
 from pretraining_records import pretrain_flags, write_records, write_two_phase_recipe, write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):

@@ -19,6 +19,8 @@ from bert_tf.training.training_log import read_eval_results, read_history
 from helpers import run_cli
 from pretraining_records import pretrain_flags, write_records, write_two_phase_recipe, write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 PEAK_LR, WARMUP, STEPS = 5e-3, 10, 60
 CURVES = {"loss", "masked_lm_loss", "next_sentence_loss", "masked_lm_accuracy", "next_sentence_accuracy",
           "learning_rate", "grad_norm", "sequences_per_second", "steps_per_second", "model_tflops_per_second", "mfu"}

@@ -14,6 +14,8 @@ from bert_tf.records.example_encoder import ExampleEncoder
 from bert_tf.records.packed_rows import RowLayout
 from bert_tf.records.writer import RoundRobinWriter
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SEQ, PRED = 16, 4
 
 

@@ -24,6 +24,8 @@ from bert_tf.training.training_log import read_history
 from helpers import tiny_config, tiny_model_section
 from pretraining_records import write_records, write_vocab
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SEQ, PRED = 16, 4
 
 

@@ -14,6 +14,8 @@ sys.path.insert(0, os.path.join(REPO, "bench"))
 
 from profile_xla_step import GROUPS, group_of, parse_program  # noqa: E402
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 JAX_PYTHON = os.path.join(REPO, ".venv-jax", "bin", "python")
 
 # A few instructions as XLA:GPU writes them after optimization (names, targets and configs as in its dumps).

@@ -9,11 +9,7 @@ import ast
 import glob
 import os
 
-import pytest
-
 from helpers import REPO
-
-pytestmark = pytest.mark.fast  # in `make test-fast` too
 
 MAX_PARAMETERS = 8
 

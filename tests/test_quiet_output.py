@@ -8,10 +8,14 @@ import os
 import re
 import types
 
+import pytest
+
 from bert_tf.config import BertConfig
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.report import summary_lines
 from helpers import REPO
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 
 def setup_lists():

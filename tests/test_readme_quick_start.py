@@ -16,6 +16,8 @@ from bert_tf.text.python_docs import read_python_docs_modules
 from bert_tf.training.word_order_baseline import PLATEAU_MARGIN
 from helpers import REPO
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SECTION = "## Quick start: BERT on your own text"
 FENCED_SH = re.compile(r"^```sh\n(.*?)^```$", re.S | re.M)
 ASSIGNMENT = re.compile(r"^([A-Z_]+)=\S+", re.M)

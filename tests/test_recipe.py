@@ -8,8 +8,6 @@ from bert_tf.errors import InputError
 from bert_tf.training.pretraining import resolve_bert_config
 from bert_tf.training.recipe import InputSet, Recipe, RecipeError, check_ready, load_recipe
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 
 @pytest.mark.parametrize("name, hidden, layers", [("bert_base_paper", 768, 12), ("bert_large_paper", 1024, 24)])
 def test_paper_recipes_state_the_original_run(name, hidden, layers):

@@ -9,11 +9,14 @@ import math
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 from keras import ops
 
 from bert_tf.modeling import BertSelfAttention, attention_mask_adder, gelu, gelu_tanh
 from bert_tf.modeling.dropout import BertDropout, dropout_stream
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 HIDDEN, HEADS, LENGTH = 32, 4, 9
 

@@ -8,6 +8,8 @@ from bert_tf.errors import InputError
 from bert_tf.records.checker import check_record_files
 from pretraining_records import VOCAB_SIZE, make_instance, serialize, write_records
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 
 def write(path, instances):
     with tf.io.TFRecordWriter(str(path)) as writer:

@@ -12,7 +12,9 @@ import textwrap
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, python_path_env
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 # What both subprocesses start with: two logical CPUs, the tiny model, a batch, and Trainer steps.
 SETUP = textwrap.dedent("""
@@ -22,7 +24,6 @@ SETUP = textwrap.dedent("""
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras
-    sys.path.insert(0, "tests")
     from bert_tf.modeling.dropout import dropout_stream
     from bert_tf.optimizers.optimization import create_optimizer
     from bert_tf.training.pretraining import create_pretrainer
@@ -106,8 +107,8 @@ XLA_CHECK = textwrap.dedent("""
 
 
 def run_checks(checks):
-    done = subprocess.run([sys.executable, "-c", SETUP + checks], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-c", SETUP + checks], cwd=REPO, env=python_path_env(), capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("REPORT "))
     return json.loads(line[len("REPORT "):])

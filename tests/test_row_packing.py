@@ -22,6 +22,8 @@ from bert_tf.text.tokenizer import FullTokenizer
 from helpers import run_cli
 from pretraining_records import make_instance, serialize
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 UNPACKED_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
                   "masked_lm_weights", "next_sentence_labels")
 

@@ -8,9 +8,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from bert_tf.cli import vocab
 from bert_tf.cli.app import run_command
 from helpers import REPO, run_cli
+
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 
 def test_a_command_in_the_process_prints_and_exits_as_in_its_own_process(tmp_path):

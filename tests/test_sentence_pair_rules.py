@@ -11,8 +11,6 @@ import pytest
 from bert_tf.instances.sentence_pairs import SentencePairRules, instances_from_document, truncate_seq_pair
 from helpers import original_truncation
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 FIRST_TOKEN = 5
 SEEDS = range(16)
 

@@ -28,6 +28,8 @@ from bert_tf.serving import (
 from helpers import run_cli, tiny_config
 from saved_model_runners import compile_c_runner, run_with_c_loader, run_with_saved_model_cli
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 TOLERANCE = 1e-5
 MAX_POSITIONS = 32
 LABELS = ["joy", "anger", "fear"]

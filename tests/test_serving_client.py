@@ -30,6 +30,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, te
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc  # noqa: E402
 from tensorflow_serving.config import model_server_config_pb2  # noqa: E402
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 EXPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "export")
 TEXTS = ["Jesus answered them.", "In the beginning God created the heavens and the earth."]
 

@@ -21,6 +21,8 @@ from bert_tf.serving import export_model_dir
 from bert_tf.text.tokenizer import FullTokenizer
 from helpers import tiny_config
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 TOLERANCE = 1e-5
 
 # What every tf-keras script starts with: the TF Hub tutorials' imports, after the switch to tf-keras.

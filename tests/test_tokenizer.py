@@ -12,6 +12,8 @@ from bert_tf.text.vocab_learning import learn_vocab, write_vocab
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocab_file
 from helpers import run_cli
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
 

@@ -10,6 +10,8 @@ import pytest
 from bert_tf.text.normalization import is_punctuation, normalize, split_words
 from bert_tf.text.tokenizer import FullTokenizer
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 ORIGINAL_TEST_VOCAB = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing", ","]
 

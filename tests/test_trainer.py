@@ -18,6 +18,8 @@ from bert_tf.training.trainer import Trainer, replica_updated_counters, update_b
 from helpers import tiny_config
 from pretraining_records import VOCAB_SIZE, feature_batches
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 SEQ, PRED = 16, 4
 CONFIG = tiny_config(vocab_size=VOCAB_SIZE, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
                      attention_probs_dropout_prob=0.0)

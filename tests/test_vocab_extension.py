@@ -21,6 +21,8 @@ from bert_tf.text.vocab_extension import (
 from bert_tf.text.vocabulary import read_vocab_file
 from helpers import run_cli
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 BASE = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused2]", "[unused3]", "beg",
         "##at", "##s", "a", "je", "##ho", "##sh", "sow", "##ed", "so", "##wed"]
 

@@ -13,6 +13,8 @@ from bert_tf.training.word_order_baseline import PLATEAU_MARGIN, order_blind_bas
 from helpers import run_cli
 from pretraining_records import serialize
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 MASK, FIRST_WORD = 4, 5
 SEQ, PRED = 32, 3
 

@@ -28,6 +28,8 @@ from helpers import run_cli
 
 pytest.importorskip("jieba", reason="jieba is the optional extra bert_tf[chinese] (make setup installs it)")
 
+pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
+
 # The test text: the opening of Lu Xun's 狂人日记 (A Madman's Diary, 1918; public domain), chapters 1 and 2.
 MADMAN = ("今天晚上，很好的月光。我不见他，已是三十多年；今天见了，精神分外爽快。才知道以前的三十多年，全是发昏；"
           "然而须十分小心。不然，那赵家的狗，何以看我两眼呢？我怕得有理。\n\n"

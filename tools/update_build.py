@@ -5,8 +5,9 @@ Usage: python tools/update_build.py          # rewrite BUILD
 
 One `pytest_test` per test file and tier, as `make test`, `make test-fast` and `make test-large` split them
 (pytest.ini): `test_x` runs the file's default-tier tests (all but those marked `large`), `test_x_large` (size
-"large", tag "large") its tests marked `large`, `test_x_fast` (tag "fast") its tests marked `fast`, which are part
-of the default tier too. A file marked large as a whole (`pytestmark = pytest.mark.large`) has only the large target.
+"large", tag "large") its tests marked `large`, `test_x_fast` (tag "fast") its tests marked neither `slow` nor
+`large`, which are part of the default tier too. A file marked large as a whole (`pytestmark = pytest.mark.large`)
+has only the large target; a file marked slow as a whole has no fast target.
 `bazel test --config=default_tier //...` leaves out the large targets, as `make test` does; `--config=fast` runs the
 fast targets only, as `make test-fast`.
 """
@@ -23,9 +24,8 @@ END = "# END py_test targets"
 # A decorated test, a parameter or fixture parameter marked large (code, not a string); the whole module.
 LARGE = re.compile(r"^\s*@pytest\.mark\.large\b|[(,]\s*marks=pytest\.mark\.large\b", re.MULTILINE)
 ALL_LARGE = re.compile(r"^pytestmark\s*=.*pytest\.mark\.large\b", re.MULTILINE)
-# A module, a test or a parameter marked fast.
-FAST = re.compile(r"^pytestmark\s*=.*pytest\.mark\.fast\b|^\s*@pytest\.mark\.fast\b|marks=[^\n]*pytest\.mark\.fast\b",
-                  re.MULTILINE)
+# A module marked slow as a whole: none of its tests is in the fast tier.
+ALL_SLOW = re.compile(r"^pytestmark\s*=.*pytest\.mark\.slow\b", re.MULTILINE)
 
 
 def test_files(repo=REPO):
@@ -36,7 +36,7 @@ def test_files(repo=REPO):
 
 def target_names(path, repo=REPO):
     """The names of one test file's targets: `test_x` for its default tier, `test_x_large` for its large tests,
-    `test_x_fast` for its fast ones."""
+    `test_x_fast` for its fast ones (those marked neither slow nor large)."""
     with open(os.path.join(repo, path), encoding="utf-8") as f:
         return [target for target, _ in tiers(os.path.splitext(os.path.basename(path))[0], f.read())]
 
@@ -46,7 +46,7 @@ def tiers(name, source):
     all_large = ALL_LARGE.search(source) is not None
     return (([] if all_large else [(name, "default")])
             + ([(f"{name}_large", "large")] if all_large or LARGE.search(source) else [])
-            + ([(f"{name}_fast", "fast")] if FAST.search(source) else []))
+            + ([] if all_large or ALL_SLOW.search(source) else [(f"{name}_fast", "fast")]))
 
 
 def targets(path, repo=REPO):

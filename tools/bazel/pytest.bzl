@@ -10,14 +10,14 @@ def pytest_test(name, srcs, deps = [], tier = "default", **kwargs):
       srcs: the pytest files, paths from the workspace root.
       deps: more py_library targets besides //:bert_tf and //:test_support.
       tier: "default" (the tests `make test` runs: all but the large ones), "large" (`make test-large`: the tests
-        marked large, which tests/conftest.py runs only with --run_large) or "fast" (`make test-fast`, -m fast).
+        marked large, which tests/conftest.py runs only with --run_large) or "fast" (`make test-fast`: the tests marked neither slow nor large).
       **kwargs: size, tags and any other py_test attribute.
     """
     native.py_test(
         name = name,
         srcs = srcs + ["//tools/bazel:pytest_main.py"],
         main = "//tools/bazel:pytest_main.py",
-        args = srcs + {"default": [], "large": ["--run_large", "-m", "large"], "fast": ["-m", "fast"]}[tier],
+        args = srcs + {"default": [], "large": ["--run_large", "-m", "large"], "fast": ["-m", "not slow and not large"]}[tier],
         deps = ["//:bert_tf", "//:test_support"] + deps,
         python_version = "PY3",
         srcs_version = "PY3",
