@@ -5,15 +5,16 @@ row or a hand-edited table fails)."""
 import glob
 import json
 import os
-import runpy
 import subprocess
 import sys
 
 from helpers import REPO
+from tools.render_measurements import row_problem
 
 RENDERER = os.path.join(REPO, "tools", "render_measurements.py")
 # Where rows live: bench/results/, experiments/results/ and a tool's own results/ (tools/xla/results/).
 RESULT_FOLDERS = ("bench", "experiments", "tools")
+
 
 
 def render(*args, cwd=REPO):
@@ -21,7 +22,6 @@ def render(*args, cwd=REPO):
 
 
 def test_every_result_row_names_its_command_and_source():
-    row_problem = runpy.run_path(RENDERER)["row_problem"]  # the renderer's own rule (tools/ is a folder of scripts)
     problems, rows = [], 0
     for folder in RESULT_FOLDERS:
         for path in sorted(glob.glob(os.path.join(REPO, folder, "**", "results", "**", "*.jsonl"), recursive=True)):
