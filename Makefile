@@ -102,7 +102,7 @@ $(JAX_STAMP):
 	$(JAX_VENV)/bin/python -c "import jax; assert jax.__version__ == '0.11.2', jax.__version__"
 	touch $(JAX_STAMP)
 
-# jax 0.11.2 with its CUDA 13 plugin, for XLA:GPU's buffer sizes without a GPU: bench/estimate_xla_memory.py compiles
+# jax 0.11.2 with its CUDA 13 plugin, for XLA:GPU's buffer sizes without a GPU: tools/xla/plan_platforms.py compiles
 # an exported step ahead of time for an H100 target description (docs/accelerators.md, "XLA:GPU's buffers without a
 # GPU"). About 4.4 GB installed (CUDA wheels); nothing here needs a GPU or its driver.
 JAX_CUDA_VENV := .venv-jax-cuda
@@ -118,7 +118,7 @@ $(JAX_CUDA_STAMP):
 		assert jax.__version__ == '0.11.2', jax.__version__"
 	touch $(JAX_CUDA_STAMP)
 
-# jax 0.11.2 with libtpu, XLA:TPU's compiler, for TPU buffer sizes without a TPU: bench/estimate_xla_memory.py compiles
+# jax 0.11.2 with libtpu, XLA:TPU's compiler, for TPU buffer sizes without a TPU: tools/xla/plan_platforms.py compiles
 # an exported step for one chip of a TPU generation (docs/accelerators.md, "XLA:TPU's buffers without a TPU").
 # jax 0.11.2's own `tpu` extra pins libtpu 0.0.48.*; configs/platforms.yaml's TPU figures come from libtpu 0.0.51.
 # About 1 GB installed; nothing here needs a TPU.

@@ -16,7 +16,7 @@ backward pass recomputes from the bf16 scores: `BertSelfAttention.recomputed_att
 computes its [P, V] logits only at the predicted positions.
 
 GiB/seq: the step's buffers in XLA's assignment for the device (arguments, outputs, temporaries), compiled at the
-batch and at half of it, the difference per sequence: the CPU estimate's method (tools/estimate_memory.py) on the
+batch and at half of it, the difference per sequence: the CPU estimate's method (tools/xla/plan_platforms.py cpu) on the
 device's own compiler, to set beside it.
 
 MFU = model FLOPs/s / the GPU's dense bf16 peak (H100 SXM and H200: 989 TFLOP/s; `--peak_tflops` for others).
@@ -89,8 +89,8 @@ def make_train_step(model, optimizer):
 
 def step_bytes(train_step, state, batch):
     """Bytes of the jitted step's buffers in XLA's assignment for this device (arguments, outputs not aliased to
-    them, temporaries): what the CPU estimate (tools/estimate_memory.py) reads from the CPU compiler. None where the
-    backend does not say."""
+    them, temporaries): what the CPU estimate (tools/xla/plan_platforms.py cpu) reads from the CPU compiler. None
+    where the backend does not say."""
     analysis = train_step.lower(*state, batch).compile().memory_analysis()
     if analysis is None:
         return None

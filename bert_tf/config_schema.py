@@ -1,6 +1,6 @@
 """The one schema machinery every configuration uses: the model's `BertConfig` (`config.py`), the pre-training
 recipe (`training/recipe.py`), the data-creation options (`instances/options.py`), the platforms file
-(`training/platforms.py`) and the fine-tuning recipe (`finetuning/recipe.py`).
+(`platforms/platforms_file.py`) and the fine-tuning recipe (`finetuning/recipe.py`).
 
 A configuration is a frozen dataclass that derives from `Section`:
 - its fields' types come from the annotations (int, float, bool, str, a tuple of strings, a nested `Section`, a

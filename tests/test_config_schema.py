@@ -16,7 +16,7 @@ from bert_tf.errors import InputError
 from bert_tf.file_format import FORMAT_VERSION
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
 from bert_tf.instances.options import InstanceOptions
-from bert_tf.training.platforms import load_platforms
+from bert_tf.platforms.platforms_file import load_platforms
 from bert_tf.training.recipe import load_recipe
 from helpers import REPO
 

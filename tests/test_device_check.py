@@ -6,6 +6,7 @@ import logging
 import pytest
 import tensorflow as tf
 
+from bert_tf.platforms.platforms_file import load_platforms
 from bert_tf.training.device_check import (
     WrongDeviceError,
     check_jit_scope,
@@ -13,7 +14,7 @@ from bert_tf.training.device_check import (
     check_run_devices,
     platform_device_type,
 )
-from bert_tf.training.platforms import apply_platform, load_platforms
+from bert_tf.training.platforms import apply_platform
 from bert_tf.training.recipe import load_recipe
 from bert_tf.training.strategy import create_strategy, default_all_reduce_implementation
 

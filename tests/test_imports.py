@@ -38,7 +38,8 @@ CONFIGS_WITHOUT_TENSORFLOW = """
 import glob, os, sys
 from bert_tf.config import BertConfig
 from bert_tf.finetuning.recipe import FinetuningRecipe, load_finetuning_recipe
-from bert_tf.training.platforms import apply_platform, load_platforms
+from bert_tf.platforms.platforms_file import load_platforms
+from bert_tf.training.platforms import apply_platform
 from bert_tf.training.recipe import load_recipe, recipe_names
 before = os.path.join("tests", "fixtures", "files_of_version_0_1")
 # Every shipped recipe and the recipes written before: loaded, checked, and overridden by every kind of path.

@@ -1,30 +1,63 @@
-"""`bert-pretrain --platform`: settings that fit each accelerator, derived from the recorded XLA memory estimate,
-and that leave the paper's recipe (global batch, schedule, phases) as it is."""
+"""`bert-pretrain --platform`: settings that fit each accelerator, planned from the raw rows of the compilers'
+buffer sizes by `bert_tf.platforms` (the one micro-batch rule, the one depth extrapolation), written into
+configs/platforms.yaml by tools/xla/plan_platforms.py, and leaving the paper's recipe (global batch, schedule,
+phases) as it is."""
 
+import ast
 import dataclasses
+import glob
 import os
-import sys
 
 import pytest
 import yaml
 
 from bert_tf.accelerators.device_peaks import DEVICES
-from bert_tf.analysis.memory_estimate import GIB, HEADROOM, MemoryEstimate
-from bert_tf.training.platforms import PLATFORMS_FILE, apply_platform, load_platforms
+from bert_tf.platforms.compiled_plan import cpu_step_bytes, plan_tpu
+from bert_tf.platforms.compiler_rows import read_rows
+from bert_tf.platforms.micro_batch import GIB, fits, largest_fitting_micro_batch
+from bert_tf.platforms.platforms_file import PLATFORMS_FILE, PlatformsError, load_platforms, platform_names
+from bert_tf.platforms.platforms_yaml import render_platforms_file
+from bert_tf.training.platforms import apply_platform
 from bert_tf.training.recipe import RecipeError, load_recipe
+from helpers import REPO
 
 with open(PLATFORMS_FILE, encoding="utf-8") as f:
-    PLATFORMS_YAML = yaml.safe_load(f)
+    PLATFORMS_TEXT = f.read()
+PLATFORMS_YAML = yaml.safe_load(PLATFORMS_TEXT)
 ESTIMATES = PLATFORMS_YAML["estimates"]
 XLA_GPU_ESTIMATES = PLATFORMS_YAML["xla_gpu_estimates"]
 XLA_TPU_ESTIMATES = PLATFORMS_YAML["xla_tpu_estimates"]
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
-TPU_RESULTS = os.path.join(BENCH, "results", "estimate_xla_memory", "tpu.jsonl")
+RESULTS = os.path.join(REPO, "tools", "xla", "results", "plan_platforms")
+ROWS = {name: read_rows(os.path.join(RESULTS, f"{name}.jsonl")) for name in ("xla_cpu", "xla_gpu", "xla_tpu")}
 PLATFORMS = load_platforms()
 CPU_ESTIMATED = [n for n in sorted(PLATFORMS) if PLATFORMS[n].device
                  and PLATFORMS[n].memory_source.startswith("XLA:CPU estimate")]
 GPU_ESTIMATED = sorted(XLA_GPU_ESTIMATES)
 ASKED = ("tpu_v4", "tpu_v5e", "a100_80gb", "a100_40gb", "h100_80gb", "cpu")
+
+
+def test_the_platforms_file_is_what_the_tool_writes_from_the_raw_rows():
+    """Every figure and micro-batch of configs/platforms.yaml is planned from the rows under
+    tools/xla/results/plan_platforms/: a row added, or a figure edited by hand, makes the file stale until
+    `tools/xla/plan_platforms.py write` writes it again."""
+    assert render_platforms_file(PLATFORMS_TEXT, ROWS) == PLATFORMS_TEXT, (
+        "configs/platforms.yaml is stale: run .venv/bin/python tools/xla/plan_platforms.py write")
+    edited = PLATFORMS_TEXT.replace("fixed_gib: 7.02,", "fixed_gib: 7.5,")
+    assert edited != PLATFORMS_TEXT and render_platforms_file(edited, ROWS) == PLATFORMS_TEXT
+    fewer = {**ROWS, "xla_gpu": [row for row in ROWS["xla_gpu"] if row["name"] != "base_512_mb64"]}
+    assert render_platforms_file(PLATFORMS_TEXT, fewer) != PLATFORMS_TEXT
+
+
+def test_every_row_names_its_command_and_whether_it_was_measured_or_transcribed():
+    """The TPU rows were compiled and kept as the compiler printed them; the XLA:CPU and XLA:GPU figures were
+    recorded before rows existed, so their rows are transcribed from what the file and the measurements held."""
+    assert {row["source"] for row in ROWS["xla_tpu"]} == {"measured"}
+    assert {row["source"] for row in ROWS["xla_cpu"] + ROWS["xla_gpu"]} == {"transcribed"}
+    assert all(row["command"].split()[-1] for rows in ROWS.values() for row in rows)
+
+
+def test_the_help_lists_every_platform_of_the_file():
+    assert platform_names() == sorted(PLATFORMS) and len(PLATFORMS) == 8
 
 
 def test_the_platforms_the_issue_names_exist():
@@ -34,30 +67,25 @@ def test_the_platforms_the_issue_names_exist():
 @pytest.mark.parametrize("name", CPU_ESTIMATED)
 def test_each_micro_batch_is_the_largest_power_of_two_that_fits_the_device_at_its_phase_length(name):
     platform = PLATFORMS[name]
-    assert platform.memory_margin == pytest.approx(1 - HEADROOM)  # the margin the estimate's tool keeps
-    budget = (1 - platform.memory_margin) * DEVICES[platform.device].memory_gib * GIB
+    device = DEVICES[platform.device].memory_gib * GIB
     assert platform.mixed_precision == "mixed_bfloat16"
     for preset in ("base", "large"):
         assert set(platform.models[preset].max_micro_batch_size) == set(ESTIMATES[preset]) == {128, 512}
         for seq_length, figures in ESTIMATES[preset].items():
-            estimate = MemoryEstimate(figures["fixed_gib"] * GIB, figures["per_sequence_gib"] * GIB, (4, 16))
             micro = platform.max_micro_batch_size(preset, seq_length)
             where = (preset, seq_length, micro)
             assert micro & (micro - 1) == 0, where  # divides every power-of-two replica batch
-            assert estimate.bytes_for(micro) <= budget, where
-            assert micro == 256 or estimate.bytes_for(2 * micro) > budget, where
+            assert fits(cpu_step_bytes(figures, micro), device, platform.memory_margin), where
+            assert micro == 256 or not fits(cpu_step_bytes(figures, 2 * micro), device, platform.memory_margin), where
 
 
 @pytest.mark.parametrize("name", GPU_ESTIMATED)
 def test_a_gpu_estimated_platforms_micro_batches_are_the_largest_powers_of_two_xla_gpu_fits_under_its_margin(name):
-    """An entry whose figures are XLA:GPU's own buffers (bench/estimate_xla_memory.py, ahead of time for the GPU's
+    """An entry whose figures are XLA:GPU's own buffers (tools/xla/plan_platforms.py, ahead of time for the GPU's
     target) takes at each length the largest power of two up to 256 whose step's peak (arguments, temporaries,
     outputs that do not reuse an argument) stays under (1 - memory_margin) of the target's memory without the
     rematerialization XLA:GPU does to squeeze a step onto the card (compiled for twice its memory); between and above
     the compiled micro-batches the peak is the line through the two nearest."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-    from estimate_xla_memory import largest_fitting_micro_batch
-
     platform, figures = PLATFORMS[name], XLA_GPU_ESTIMATES[name]
     assert platform.memory_source.startswith("XLA:GPU estimate, jaxlib ")
     assert platform.jit_compile and platform.jit_compile_scope == "step"  # the program that was compiled
@@ -75,10 +103,20 @@ def test_a_gpu_estimated_platforms_micro_batches_are_the_largest_powers_of_two_x
             assert micro == largest_fitting_micro_batch(points, device, platform.memory_margin), where
             for step in steps.values():  # the peak is the sum of XLA's buffers
                 assert step["peak_gib"] == pytest.approx(step["arguments_gib"] + step["temporaries_gib"], abs=0.02)
-    if name == "h100_80gb":  # the set of steps for the GPU machine runs at this entry's micro-batches
-        from xla_step_set import H100_MICRO_BATCH
-        assert H100_MICRO_BATCH == {(preset, seq): platform.max_micro_batch_size(preset, seq)
-                                    for preset in ("base", "large") for seq in (128, 512)}
+    if name == "h100_80gb":  # the set of exported steps a GPU runs is at this entry's micro-batches
+        assert step_set_micro_batches() == {(preset, seq): platform.max_micro_batch_size(preset, seq)
+                                            for preset in ("base", "large") for seq in (128, 512)}
+
+
+def step_set_micro_batches():
+    """`H100_MICRO_BATCH` of the XLA tools' step set, read from its source (a script for jax's Python, not a module
+    of the package)."""
+    path, = [p for p in glob.glob(os.path.join(REPO, "*", "**", "xla_step_set.py"), recursive=True)
+             if ".venv" not in p]
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    value, = [node.value for node in tree.body if isinstance(node, ast.Assign)
+              and getattr(node.targets[0], "id", None) == "H100_MICRO_BATCH"]
+    return ast.literal_eval(value)
 
 
 @pytest.mark.parametrize("name", ["tpu_v4", "a100_40gb", "cpu"])
@@ -111,10 +149,10 @@ def test_phase_one_fits_more_sequences_and_an_explicit_flag_still_wins():
 def test_unknown_platforms_models_and_lengths_say_what_to_do():
     with pytest.raises(RecipeError, match=r"--platform='tpu_v9' is unknown: use one of .*tpu_v4"):
         apply_platform(load_recipe("bert_base_paper"), "tpu_v9")
-    with pytest.raises(RecipeError, match="has settings for the base, large presets, not for this model .tiny."):
+    with pytest.raises(PlatformsError, match="has settings for the base, large presets, not for this model .tiny."):
         apply_platform(load_recipe("demo_cpu"), "a100_80gb")
-    with pytest.raises(RecipeError, match=r"--platform=a100_80gb has micro-batches for base at 128, 512 tokens, not "
-                                          r"at max_seq_length=256: pass --max_micro_batch_size instead."):
+    with pytest.raises(PlatformsError, match=r"--platform=a100_80gb has micro-batches for base at 128, 512 tokens, "
+                                             r"not at max_seq_length=256: pass --max_micro_batch_size instead."):
         apply_platform(load_recipe("bert_base_paper").override({"phases.1.max_seq_length": 256}), "a100_80gb")
 
 
@@ -161,16 +199,13 @@ def test_each_accelerator_platform_says_where_its_memory_figures_come_from(name)
 @pytest.mark.parametrize("name", sorted(XLA_TPU_ESTIMATES))
 def test_a_tpu_entry_takes_the_largest_power_of_two_xla_tpu_fits_under_its_margin_as_the_results_plan_it(name):
     """Each TPU entry's micro-batch at each length is the largest power of two up to 256 whose whole-model peak from
-    XLA:TPU (libtpu 0.0.51, bench/estimate_xla_memory.py) stays under (1 - margin) of the chip's HBM: the figure at
-    it fits, the one at twice it does not. And the recorded figures are what bench/plan_tpu_platforms.py plans from
-    the raw lines under bench/results/, to the hundredth of a GiB."""
-    sys.path.insert(0, BENCH)
-    from plan_tpu_platforms import plan, read_lines
-
+    XLA:TPU (libtpu 0.0.51) stays under (1 - margin) of the chip's HBM: the figure at it fits, the one at twice it
+    does not. And the recorded figures are what `bert_tf.platforms` plans from the raw rows, to the hundredth of a
+    GiB."""
     platform, figures = PLATFORMS[name], XLA_TPU_ESTIMATES[name]
     assert figures["device_gib"] == DEVICES[platform.device].memory_gib
     budget_gib = (1 - platform.memory_margin) * figures["device_gib"]
-    planned = plan(read_lines(TPU_RESULTS), platform.memory_margin, "TPU v5 lite")[name]
+    planned = plan_tpu(ROWS["xla_tpu"], platform.memory_margin)[name]
     assert planned["compiler"] == platform.memory_source.split(", ")[1] == "libtpu 0.0.51"
     for preset in ("base", "large"):
         assert set(platform.models[preset].max_micro_batch_size) == set(figures[preset]) == {128, 512}
@@ -206,7 +241,7 @@ def test_a_platforms_file_without_memory_sources_still_loads_and_bad_ones_say_wh
             ({"memory_source": "XLA:GPU measured on NVIDIA H100 80GB HBM3", "memory_margin": 1.5},
              r"memory_margin=1.5 must be the share of device memory left free, from 0 up to")):
         old.write_text(yaml.safe_dump({"platforms": {"h100_80gb": {**entry, **fields}}}))
-        with pytest.raises(RecipeError, match=message):
+        with pytest.raises(PlatformsError, match=message):
             load_platforms(str(old))
     measured = {**entry, "memory_source": "XLA:GPU measured on NVIDIA H100 80GB HBM3", "memory_margin": 0.05}
     old.write_text(yaml.safe_dump({"platforms": {"h100_80gb": measured}}))
@@ -242,10 +277,10 @@ def test_the_loader_checks_compiled_figures_against_the_entries_they_plan(tmp_pa
             (None, {"device_gib": 32}, r"device_gib=32 must be the device's memory in GiB, at most 16.0 for tpu_v5e"),
             (None, {"large": {512: {8: {"arguments_gib": 3.76, "temporaries_gib": 5.92, "peak_gib": 8.0}}}},
              r"peak_gib=8.0 is not arguments_gib \+ temporaries_gib")):
-        with pytest.raises(RecipeError, match=message):
+        with pytest.raises(PlatformsError, match=message):
             load(entry_fields, figure_fields)
     # Without recomputation the peak is what the plan reads: 16 sequences fit a 0.15 margin only on the chip's own
     # compile (12.88 GiB of 13.6), not as the step holds them without recomputing (14.0 GiB).
     figures["large"][512][16]["no_remat_peak_gib"] = 14.0
-    with pytest.raises(RecipeError, match=r"a peak of 14.0 GiB exceeds 13.60 GiB"):
+    with pytest.raises(PlatformsError, match=r"a peak of 14.0 GiB exceeds 13.60 GiB"):
         load({"memory_margin": 0.15, "models": {"large": {"max_micro_batch_size": {512: 16}}}})

@@ -1,7 +1,7 @@
-"""XLA:TPU without a TPU: the tiny step a TPU run builds (bench/export_tpu_step.py: the loop's program, TPUStrategy's
-update branch, micro-batch accumulation) compiles for one chip of TPU v4 and of TPU v5e with libtpu
-(bench/estimate_xla_memory.py in `.venv-tpu`, `make tpu-venv`), and its buffers are the ones recorded in
-bench/results/estimate_xla_memory/tpu.jsonl, the file configs/platforms.yaml's `xla_tpu_estimates` come from.
+"""XLA:TPU without a TPU: the tiny step a TPU run builds (`tools/xla/plan_platforms.py export`: the loop's program,
+TPUStrategy's update branch, micro-batch accumulation) compiles for one chip of TPU v4 and of TPU v5e with libtpu
+(`plan_platforms.py compile` in `.venv-tpu`, `make tpu-venv`), and its buffers are the ones recorded in
+tools/xla/results/plan_platforms/xla_tpu.jsonl, the rows configs/platforms.yaml's `xla_tpu_estimates` come from.
 
 The band: arguments (the weights, Adam's slots, the batch) exactly, temporaries within 10% (the same libtpu gives
 the same figures; the band is for a libtpu that schedules differently), and nothing rematerialized.
@@ -16,9 +16,8 @@ import pytest
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TPU_PYTHON = os.path.join(REPOSITORY, ".venv-tpu", "bin", "python")
-EXPORT = os.path.join(REPOSITORY, "bench", "export_tpu_step.py")
-ESTIMATE = os.path.join(REPOSITORY, "bench", "estimate_xla_memory.py")
-RECORDED = os.path.join(REPOSITORY, "bench", "results", "estimate_xla_memory", "tpu.jsonl")
+TOOL = os.path.join(REPOSITORY, "tools", "xla", "plan_platforms.py")
+RECORDED = os.path.join(REPOSITORY, "tools", "xla", "results", "plan_platforms", "xla_tpu.jsonl")
 STEP = "tiny_128_mb8"
 TEMPORARIES_BAND = 0.10
 
@@ -30,7 +29,7 @@ def recorded_line(device):
         lines = [json.loads(line) for line in f if line.strip()]
     matches = [line for line in lines if line["name"] == STEP and line["device"] == device
                and line["memory_scale"] == 1]
-    assert matches, f"{RECORDED} has no {STEP} line for {device}: run bench/tpu_memory_set.py for it."
+    assert matches, f"{RECORDED} has no {STEP} line for {device}: run tools/xla/plan_platforms.py queue for it."
     return matches[-1]
 
 
@@ -39,7 +38,8 @@ def tiny_step(tmp_path_factory):
     if not os.path.exists(TPU_PYTHON):
         pytest.fail(f"{TPU_PYTHON} is missing: run `make tpu-venv` (jax 0.11.2 and libtpu on Python 3.12).")
     out = str(tmp_path_factory.mktemp("tpu_step") / STEP)
-    done = subprocess.run([sys.executable, EXPORT, "--preset=tiny", "--seq=128", "--micro_batch=8", f"--out={out}"],
+    done = subprocess.run([sys.executable, TOOL, "export", "--preset=tiny", "--seq=128", "--micro_batch=8",
+                           f"--out={out}"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
@@ -48,8 +48,9 @@ def tiny_step(tmp_path_factory):
 @pytest.mark.parametrize("target, device", [("tpu_v4", "TPU v4"), ("tpu_v5e", "TPU v5 lite")])
 def test_the_tiny_tpu_step_compiles_for_the_chip_with_the_recorded_buffers(tiny_step, tmp_path, target, device):
     jsonl = tmp_path / "tpu.jsonl"
-    done = subprocess.run([TPU_PYTHON, ESTIMATE, f"--target={target}", tiny_step, f"--jsonl={jsonl}"],
-                          capture_output=True, text=True, timeout=900, cwd=REPOSITORY)
+    done = subprocess.run([TPU_PYTHON, TOOL, "compile", f"--target={target}", tiny_step, f"--jsonl={jsonl}"],
+                          capture_output=True, text=True, timeout=900, cwd=REPOSITORY,
+                          env={**os.environ, "PYTHONPATH": REPOSITORY})  # bert_tf is not installed there
     assert done.returncode == 0, done.stderr[-3000:]
     line = json.loads(done.stdout.strip().splitlines()[-1])
     assert json.loads(jsonl.read_text()) == line  # appended as printed, so a second call resumes
@@ -61,3 +62,4 @@ def test_the_tiny_tpu_step_compiles_for_the_chip_with_the_recorded_buffers(tiny_
     assert 0 <= line["output_bytes"] - line["alias_bytes"] < 2**20  # the updates reuse the arguments' buffers
     assert line["remat_instructions"] == 0
     assert line["cost_model"]["flops"] > 0
+    assert line["source"] == "measured" and " compile --target=" in line["command"]

@@ -1,29 +1,27 @@
-"""How much accelerator memory a training step needs, from XLA's buffer assignment of the compiled step on the CPU,
-and the largest micro-batch that fits a device.
+"""How much accelerator memory a training step needs, from XLA's buffer assignment of the compiled step on the CPU
+(the XLA:CPU estimate behind configs/platforms.yaml's `estimates`; `bert_tf.platforms` plans the micro-batches).
 
 The step (forward, backward, accumulation of two micro-batches, clipping, optimizer update) is compiled by XLA's
 CPU compiler at two micro-batch sizes and two depths (1 and 2 Transformer blocks; compiling BERT-large whole takes
 tens of minutes on two cores). Every block has the same shapes, so the buffers grow linearly in the depth and in
 the micro-batch: the four compilations fix `fixed + per_sequence * micro_batch_size` at the model's real depth
-(weights, optimizer slots, gradient accumulators and workspaces in `fixed`; activations and their gradients per
-sequence). `tests/test_compiled_program.py` checks the extrapolation against a whole compiled model.
+(`bert_tf.platforms.depth`; weights, optimizer slots, gradient accumulators and workspaces in `fixed`; activations
+and their gradients per sequence). `tests/test_compiled_program.py` checks the extrapolation against a whole
+compiled model.
 
 Caveats, written into the recipes that use these figures:
 - The CPU compiler is not the TPU or GPU compiler: it fuses, lays out and schedules differently, and it may carry
   bfloat16 arithmetic in float32 temporaries. TPUs pad the two minor dimensions to tiles of 8 x 128 and
   rematerialise under memory pressure; GPUs add cuBLAS/cuDNN workspaces and the CUDA context (~0.5-1 GiB) and
   TensorFlow's allocator fragments. So the figure is an estimate of the program's own buffers, not a measurement.
-- Only a run on the device confirms the fit: each recipe keeps a margin (`HEADROOM`) below the device memory.
+- Only a run on the device confirms the fit: each platform keeps a margin (`memory_margin`) below the device memory.
 """
 
 import dataclasses
 
 from bert_tf.analysis.compiled_program import lower_training_loop, memory_report
+from bert_tf.platforms.depth import extrapolate_depth
 from bert_tf.training.pretraining import resolve_bert_config
-
-GIB = 1024 ** 3
-# Fraction of a device's memory a recipe plans to use: the rest covers what the CPU estimate cannot see.
-HEADROOM = 0.8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,22 +44,10 @@ class MemoryEstimate:
         """Estimated bytes of a step with micro-batches of `micro_batch_size` sequences.
 
         Example:
-        >>> MemoryEstimate(2 * GIB, 0.5 * GIB, (1, 2)).bytes_for(4) / GIB
+        >>> MemoryEstimate(2.0, 0.5, (1, 2)).bytes_for(4)
         4.0
         """
         return self.fixed_bytes + self.per_sequence_bytes * micro_batch_size
-
-    def max_micro_batch_size(self, replica_batch_size, device_memory_bytes, headroom=HEADROOM):
-        """The largest divisor of `replica_batch_size` whose step fits in `headroom` of the device's memory, or
-        None when not even one sequence fits.
-
-        Example:
-        >>> MemoryEstimate(2 * GIB, 0.5 * GIB, (1, 2)).max_micro_batch_size(32, 8 * GIB)
-        8
-        """
-        fitting = [m for m in range(1, replica_batch_size + 1)
-                   if replica_batch_size % m == 0 and self.bytes_for(m) <= headroom * device_memory_bytes]
-        return max(fitting) if fitting else None
 
 
 def step_bytes(recipe, phase_index, micro_batch_size, num_hidden_layers=None):
@@ -93,8 +79,6 @@ def estimate_step_memory(recipe, phase_index=0, micro_batch_sizes=(4, 16), depth
 
     if depths is None:
         return MemoryEstimate(*fit(None), (small, large))
-    shallow, deep = depths
-    (fixed_a, per_a), (fixed_b, per_b) = fit(shallow), fit(deep)
-    blocks = (resolve_bert_config(recipe).num_hidden_layers - shallow) / (deep - shallow)
-    return MemoryEstimate(fixed_a + (fixed_b - fixed_a) * blocks, per_a + (per_b - per_a) * blocks,
-                          (small, large), (shallow, deep))
+    by_depth = {depth: dict(zip(("fixed", "per_sequence"), fit(depth))) for depth in depths}
+    whole = extrapolate_depth(by_depth, resolve_bert_config(recipe).num_hidden_layers)
+    return MemoryEstimate(whole["fixed"], whole["per_sequence"], (small, large), tuple(depths))

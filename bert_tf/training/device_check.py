@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from bert_tf.accelerators.replica_devices import describe_devices, device_type, replica_devices
 from bert_tf.errors import InputError
-from bert_tf.training.platforms import load_platforms
+from bert_tf.platforms.platforms_file import load_platforms
 
 GPU_INSTALL = 'pip install ".[gpu]" (TensorFlow\'s CUDA libraries; the machine needs the NVIDIA driver)'
 TPU_INSTALL = ("pip install -r requirements-tpu-vm.txt -f https://storage.googleapis.com/libtpu-tf-releases/"

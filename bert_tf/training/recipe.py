@@ -26,13 +26,10 @@ from bert_tf.config_schema import ConfigError, Section, field_option
 from bert_tf.inputs.input_spec import DEFAULT_PACKING_WINDOW, DEFAULT_SHUFFLE_BUFFER
 from bert_tf.modeling.attention_kernel import ATTENTION_KERNELS
 from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
+from bert_tf.platforms.compute_settings import JIT_COMPILE_SCOPES, MIXED_PRECISION
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW
 
 OPTIMIZERS = ("adamw", "lamb")
-MIXED_PRECISION = ("float32", "mixed_bfloat16", "mixed_float16")
-# What `jit_compile: true` compiles: each replica's forward and backward pass, or its whole step (the all-reduce and
-# the optimizer's update too, as Model Garden compiles the step on GPUs); see `Trainer`.
-JIT_COMPILE_SCOPES = ("gradients", "step")
 ALL_REDUCE_DTYPES = ("float32", "bfloat16")
 # `bert-pretrain --help` lists the recipe's flags under this title, except the run's inputs and model, under
 # `RUN_GROUP` beside the run options (`bert_tf.training.run_options`).

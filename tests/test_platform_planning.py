@@ -1,42 +1,45 @@
-"""bench/estimate_xla_memory.py's pure-Python parts (no jax, no GPU, no libtpu): the target description's memory, the
-TPU chips and libtpu's flag for a larger one, the step folders it compiles, a step's peak from XLA's buffer sizes, the
-rematerialized instructions of a compiled program, the whole model from shallow steps, and the micro-batch those sizes
-allow."""
+"""`bert_tf.platforms`' planning, pure Python (no jax, no GPU, no libtpu, no TensorFlow): a GPU target's memory and
+the TPU chips' compile settings, the exported step folders, a raw row's peak from XLA's buffer sizes, the
+rematerialized instructions of a compiled program, the one depth extrapolation, the one rule for the micro-batch
+that fits, and the plan of the TPU entries from rows."""
 
 import json
 import os
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-from estimate_xla_memory import (  # noqa: E402
-    GIB,
-    TARGET_FILE,
+from bert_tf.accelerators.device_peaks import DEVICES
+from bert_tf.platforms.compile_targets import (
     TPU_TARGETS,
     device_memory_bytes,
-    done_keys,
-    extrapolate_depth,
-    figures_line,
-    largest_fitting_micro_batch,
-    peak_bytes,
-    plan_micro_batch,
-    remat_instructions,
     scaled_target,
-    step_folders,
+    tpu_hbm_gib,
     tpu_init_args,
-    whole_model_figures,
+    tpu_target_of,
 )
+from bert_tf.platforms.compiled_plan import plan_micro_batch, plan_tpu, scaled, temporaries_ratio, whole_model_figures
+from bert_tf.platforms.compiler_rows import (
+    compiled_row,
+    done_keys,
+    peak_bytes,
+    read_rows,
+    remat_instructions,
+    step_folders,
+)
+from bert_tf.platforms.depth import extrapolate_depth
+from bert_tf.platforms.micro_batch import GIB, fits, largest_fitting_micro_batch
+from helpers import REPO
 
-from bert_tf.accelerators.device_peaks import DEVICES  # noqa: E402
+pytestmark = pytest.mark.fast  # in `make test-fast` too
+
+GPU_TARGET_FILE = os.path.join(REPO, "tools", "xla", "h100_sxm_target.txtpb")
+RUN = {"command": "python tools/xla/plan_platforms.py compile ..."}
 
 pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 
 def test_the_h100_target_description_is_in_the_repository_and_names_its_memory():
-    with open(TARGET_FILE, encoding="utf-8") as f:
+    with open(GPU_TARGET_FILE, encoding="utf-8") as f:
         text = f.read()
     assert device_memory_bytes(text) == 84942979072  # what CUDA reports for an H100 80GB HBM3 (79.1 GiB)
     assert 'device_description_str: "NVIDIA H100 80GB HBM3"' in text
@@ -60,40 +63,54 @@ def test_a_folder_of_steps_stands_for_its_steps_and_a_folder_without_any_says_so
         step_folders([str(tmp_path / "set" / "notes")])
 
 
-def test_a_line_gives_the_peak_without_the_outputs_that_reuse_donated_arguments(tmp_path):
+def test_a_row_gives_the_peak_without_the_outputs_that_reuse_donated_arguments(tmp_path):
     manifest = {"preset": "large", "precision": "mixed_bfloat16", "batch": 256, "seq": 128, "micro_batch": 256}
     stats = {"argument_bytes": 4 * GIB, "temporary_bytes": 28 * GIB, "output_bytes": 4 * GIB + 10,
              "alias_bytes": 4 * GIB}
-    line = figures_line("large_128_mb256", manifest, stats, 80 * GIB, 246.92, "NVIDIA H100 80GB HBM3", "0.11.2", 2)
-    assert line["peak_bytes"] == peak_bytes(line) == 32 * GIB + 10
-    assert (line["argument_gib"], line["temporary_gib"], line["peak_gib"], line["fraction_of_device"]) == (
+    row = compiled_row("large_128_mb256", manifest, stats, 80 * GIB, 246.92, "NVIDIA H100 80GB HBM3",
+                       {"jaxlib": "0.11.2"}, {**RUN, "memory_scale": 2})
+    assert row["peak_bytes"] == peak_bytes(row) == 32 * GIB + 10
+    assert (row["argument_gib"], row["temporary_gib"], row["peak_gib"], row["fraction_of_device"]) == (
         4.0, 28.0, 32.0, 0.4)
-    assert (line["compile_s"], line["memory_scale"]) == (246.9, 2)  # the share is of the real card, not the target
+    assert (row["compile_s"], row["memory_scale"]) == (246.9, 2)  # the share is of the real card, not the target
+    assert (row["command"], row["source"]) == (RUN["command"], "measured")
     jsonl = tmp_path / "figures.jsonl"
-    assert done_keys(str(jsonl)) == set()
-    jsonl.write_text(json.dumps(line) + "\n")
-    assert done_keys(str(jsonl)) == {("large_128_mb256", "NVIDIA H100 80GB HBM3", 2)}  # a second call skips it
+    assert read_rows(str(jsonl)) == []
+    jsonl.write_text(json.dumps(row) + "\n")
+    assert done_keys(read_rows(str(jsonl))) == {("large_128_mb256", "NVIDIA H100 80GB HBM3", 2)}  # then skipped
 
 
-def test_a_tpu_line_names_libtpu_and_a_refused_step_says_why_without_figures():
+def test_a_row_without_its_command_or_a_known_source_is_refused(tmp_path):
+    jsonl = tmp_path / "rows.jsonl"
+    for row in ({"name": "a", "source": "measured"}, {"name": "a", "command": "python x.py", "source": "recalled"}):
+        jsonl.write_text(json.dumps(row) + "\n")
+        with pytest.raises(ValueError, match=r"rows.jsonl:1: a row must name its command and a source of measured, "
+                                             r"transcribed"):
+            read_rows(str(jsonl))
+
+
+def test_a_tpu_row_names_libtpu_and_a_refused_step_says_why_without_figures():
     manifest = {"preset": "large", "precision": "mixed_bfloat16", "batch": 256, "seq": 512, "micro_batch": 32,
                 "num_hidden_layers": 24, "step": "tpu_loop"}
     stats = {"argument_bytes": 4 * GIB, "temporary_bytes": 10 * GIB, "output_bytes": 4 * GIB,
              "alias_bytes": 4 * GIB}
-    line = figures_line("large_512_mb32", manifest, stats, 16 * GIB, 900.04, "TPU v5 lite", "0.11.2",
-                        compiler="libtpu 0.0.51", extra={"remat_instructions": 0})
-    assert (line["peak_gib"], line["fraction_of_device"], line["compiler"], line["layers"], line["step"]) == (
+    versions = {"jaxlib": "0.11.2", "compiler": "libtpu 0.0.51"}
+    row = compiled_row("large_512_mb32", manifest, stats, 16 * GIB, 900.04, "TPU v5 lite", versions,
+                       {**RUN, "extra": {"remat_instructions": 0}})
+    assert (row["peak_gib"], row["fraction_of_device"], row["compiler"], row["layers"], row["step"]) == (
         14.0, 0.875, "libtpu 0.0.51", 24, "tpu_loop")
-    refused = figures_line("large_512_mb64", manifest, None, 16 * GIB, 0.0, "TPU v5 lite", "0.11.2",
-                           compiler="libtpu 0.0.51", extra={"error": "RESOURCE_EXHAUSTED: Ran out of memory"})
+    refused = compiled_row("large_512_mb64", manifest, None, 16 * GIB, 0.0, "TPU v5 lite", versions,
+                           {**RUN, "extra": {"error": "RESOURCE_EXHAUSTED: Ran out of memory"}})
     assert "peak_bytes" not in refused and refused["error"].startswith("RESOURCE_EXHAUSTED")
     assert refused["device_gib"] == 16.0
 
 
-def test_the_tpu_chips_have_the_platforms_hbm_and_a_larger_chip_is_one_libtpu_flag():
-    for name, (topology, hbm_gib, kind) in TPU_TARGETS.items():
-        assert DEVICES[name].memory_gib == hbm_gib, name  # the one table the platforms' budgets come from
+def test_the_tpu_chips_are_the_platforms_devices_and_a_larger_chip_is_one_libtpu_flag():
+    for name, (topology, kind) in TPU_TARGETS.items():
+        assert tpu_hbm_gib(name) == DEVICES[name].memory_gib, name  # the one table the budgets come from
         assert topology.startswith(name[len("tpu_"):] + ":") and kind.startswith("TPU v" + name[len("tpu_v")]), name
+        assert tpu_target_of(kind) == name
+    assert tpu_target_of("NVIDIA H100 80GB HBM3") is None
     assert tpu_init_args(16, 1) == ""  # the chip's own limit
     assert tpu_init_args(16, 2) == "--xla_tpu_max_hbm_size_mib=32768"
 
@@ -105,6 +122,13 @@ def test_rematerialized_instructions_are_counted_once_each():
     assert remat_instructions("%fusion.1 = f32[2] fusion(%rematerialize_me)") == 0
 
 
+def test_the_depth_extrapolation_is_the_line_through_the_two_shallowest_depths():
+    assert extrapolate_depth({2: {"a": 3.0, "b": 1.0}, 1: {"a": 2.0, "b": 1.0}, 4: {"a": 0.0, "b": 0.0}}, 24) == {
+        "a": 25.0, "b": 1.0}  # a depth beyond the two shallowest is the check, not an input
+    with pytest.raises(ValueError, match=r"depths \[1\]: two depths are needed to extrapolate to 24 blocks"):
+        extrapolate_depth({1: {"a": 2.0}}, 24)
+
+
 def test_the_whole_model_is_the_line_through_two_depths_at_each_micro_batch():
     def line(micro, layers, temporaries_gib):
         arguments = (0.5 + 0.15 * layers) * GIB
@@ -113,7 +137,7 @@ def test_the_whole_model_is_the_line_through_two_depths_at_each_micro_batch():
 
     shallow = [line(8, 1, 1.0), line(8, 2, 1.4), line(32, 1, 2.0), line(32, 2, 3.2), line(64, 1, 3.0),
                {"micro_batch": 128, "layers": 1, "error": "RESOURCE_EXHAUSTED"}]
-    whole = extrapolate_depth(shallow, 24)
+    whole = whole_model_figures(shallow, 24)
     assert sorted(whole) == [8, 32]  # 64 has one depth only, 128 no figures
     assert whole[8]["temporary_bytes"] / GIB == pytest.approx(1.0 + 0.4 * 23)
     assert whole[32]["temporary_bytes"] / GIB == pytest.approx(2.0 + 1.2 * 23)
@@ -121,16 +145,19 @@ def test_the_whole_model_is_the_line_through_two_depths_at_each_micro_batch():
     assert whole[32]["peak_bytes"] == pytest.approx(whole[32]["argument_bytes"] + whole[32]["temporary_bytes"])
 
 
-def test_the_micro_batch_is_the_largest_power_of_two_under_the_margin():
+def test_the_micro_batch_is_the_largest_power_of_two_dividing_the_batch_under_the_margin():
     device = 80 * GIB  # budget at a 0.2 margin: 64 GiB
+    assert fits(64 * GIB, device, 0.2) and not fits(64 * GIB + 1, device, 0.2)
     # Measured at 32 and 64: 8 GiB fixed + 0.5 GiB per sequence; 64 -> 40 GiB fits, 128 -> 72 GiB does not.
     points = [(32, 24 * GIB), (64, 40 * GIB)]
     assert largest_fitting_micro_batch(points, device, 0.2) == 64
     assert largest_fitting_micro_batch(points, device, 0.05) == 128  # 72 <= 76
+    assert largest_fitting_micro_batch(points, device, 0.05, batch=32) == 32  # a replica's share of 8 replicas
+    assert largest_fitting_micro_batch(points, device, 0.05, batch=96) == 32  # 64 does not divide 96
     # Between two points the line through them; beyond the largest, the line through the two largest.
     assert largest_fitting_micro_batch([(16, 16 * GIB), (64, 40 * GIB)], device, 0.2) == 64
     # One point: proportional from zero, which over-estimates a step with fixed weights (the safe side).
-    assert largest_fitting_micro_batch([(256, 32 * GIB)], device, 0.2) == 256  # capped at 256
+    assert largest_fitting_micro_batch([(256, 32 * GIB)], device, 0.2) == 256  # capped at the batch
     assert largest_fitting_micro_batch([(64, 40 * GIB)], device, 0.2) == 64
     assert largest_fitting_micro_batch([(1, 70 * GIB)], device, 0.2) is None
 
@@ -176,8 +203,6 @@ def test_one_figure_plans_only_at_or_above_itself():
 
 
 def test_a_chip_without_its_own_shallow_steps_borrows_another_chips_with_its_larger_temporaries():
-    from plan_tpu_platforms import plan, scaled, temporaries_ratio
-
     def line(device, micro, layers, temporaries_gib):
         return {"device": device, "name": f"large_512_mb{micro}_l{layers}", "preset": "large", "seq": 512,
                 "micro_batch": micro, "layers": layers, "memory_scale": 1, "step": "tpu_loop",
@@ -191,10 +216,10 @@ def test_a_chip_without_its_own_shallow_steps_borrows_another_chips_with_its_lar
     assert scaled({8: {"temporary_bytes": 4.0, "peak_bytes": 10.0}}, 1.25)[8] == {"temporary_bytes": 5.0,
                                                                                   "peak_bytes": 11.0}
     # v5e at 24 blocks: 5.7 GiB at 8, 11.3 GiB at 32, 18.8 GiB at 64: 32 fits 12.8 GiB.
-    plans = plan(v5e + v4, 0.2, "TPU v5 lite")
+    plans = plan_tpu(v5e + v4, 0.2)
     assert plans["tpu_v5e"]["models"] == {"large": {512: 32}} and plans["tpu_v5e"]["borrowed"] == []
     # v4 (25.6 GiB) on v5e's figures would take 64 (18.8 GiB); with its doubled temporaries 64 is 35.1 GiB.
     assert plans["tpu_v4"]["borrowed"] == [("large", 512)] and plans["tpu_v4"]["ratio"] == 2.0
     assert plans["tpu_v4"]["models"] == {"large": {512: 32}}
-    alike = plan(v5e + [line("TPU v4", 32, 1, 2.0)], 0.2, "TPU v5 lite")
+    alike = plan_tpu(v5e + [line("TPU v4", 32, 1, 2.0)], 0.2)
     assert alike["tpu_v4"]["models"] == {"large": {512: 64}}
