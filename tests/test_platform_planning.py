@@ -30,12 +30,8 @@ from bert_tf.platforms.depth import extrapolate_depth
 from bert_tf.platforms.micro_batch import GIB, fits, largest_fitting_micro_batch
 from helpers import REPO
 
-pytestmark = pytest.mark.fast  # in `make test-fast` too
-
 GPU_TARGET_FILE = os.path.join(REPO, "tools", "xla", "h100_sxm_target.txtpb")
 RUN = {"command": "python tools/xla/plan_platforms.py compile ..."}
-
-pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
 
 def test_the_h100_target_description_is_in_the_repository_and_names_its_memory():
