@@ -48,7 +48,7 @@ def test_predictions_figure_has_a_panel_per_verse_with_its_five_bars(tmp_path):
 def test_inspect_figure_colours_each_token_by_what_the_masking_did(tmp_path):
     stats = InstanceStatistics(13, 4)
     stats.add(np.array([11]), RECORD["input_ids"][None], RECORD["masked_lm_positions"][None],
-              RECORD["masked_lm_ids"][None], np.array([3]), RECORD["next_sentence_labels"], None, mask_id=4)
+              RECORD["masked_lm_ids"][None], np.array([3]), RECORD["next_sentence_labels"], None, mask_id=4, unk_id=1)
     figure = statistics_figure(stats, instance=RECORD, vocab=VOCAB, mask_id=4)
     instance_axes = figure.axes[3]
     legend = [text.get_text() for text in instance_axes.get_legend().get_texts()]

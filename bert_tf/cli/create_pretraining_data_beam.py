@@ -56,6 +56,8 @@ def main(config):
         raise config.ERROR("--input_file is required: the files to read (comma-separated globs).")
     # Checked here, where it ends in one line; on a worker it would end the pipeline with the worker's traceback.
     Vocabulary.from_file(config.vocab_file).require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
+    from bert_tf.instances.statistics import unknown_line
+
     with others_output_hidden():
         import apache_beam as beam
         from apache_beam.metrics.metric import MetricsFilter
@@ -73,6 +75,7 @@ def main(config):
                     result.metrics().query(MetricsFilter().with_namespace("instances"))["counters"]}
     print(f"wrote {counters.get('instances', 0)} instances ({counters.get('random_next', 0)} with a random next "
           f"sentence) to {config.output_prefix}-*-of-*", flush=True)
+    print(unknown_line(counters.get("unknown", 0), counters.get("tokens", 0)), flush=True)
 
 
 COMMAND = Command(BeamPipelineConfig, main, required=("output_prefix", "vocab_file"))

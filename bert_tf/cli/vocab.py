@@ -54,9 +54,11 @@ class VocabConfig(Section):
                                                  group=EXTEND_GROUP)
     min_frequency: int = field_option(vocab_extension.DEFAULT_MIN_FREQUENCY, "With --extend: a word occurring fewer "
                                       "times in the input is not added.", group=EXTEND_GROUP)
-    heldout_file: Optional[str] = field_option(None, "With --extend: held-out domain text (the --input_format's "
-                                                     "format) to report tokens per word on, before and after.",
-                                               group=EXTEND_GROUP)
+    heldout_file: Optional[str] = field_option(None, "Held-out text (the --input_format's format) to report the "
+                                                     "vocab on: the [UNK] share of pieces and of words, pieces per "
+                                                     "word, characters per piece (with --extend: tokens per word, "
+                                                     "before and after). Default: 1% of the input's sentences, "
+                                                     "held out from learning.")
 
 
 _SHOWN_CHANGES = 30
@@ -71,21 +73,48 @@ def main(config):
     if config.extend:
         extend(config, sentences, counts)
         return
-    from bert_tf.text.vocab_learning import learn_vocab, too_few_tokens, write_vocab
+    import functools
 
-    tokens = learn_vocab(sentences, config.vocab_size, do_lower_case=config.do_lower_case)
-    write_vocab(tokens, config.output_file)
-    print(f"wrote {len(tokens)} tokens to {config.output_file} (learned from {counts.lines} lines of "
+    from bert_tf.text.normalization import normalize
+    from bert_tf.text.vocab_learning import learn_vocab, too_few_tokens, write_vocab
+    from bert_tf.text.vocab_report import HELD_OUT_EVERY, hold_out, report_vocab
+    from bert_tf.text.word_counting import count_words
+
+    held_out = []
+    if not config.heldout_file:
+        sentences = hold_out(sentences, held_out)
+    normalize_text = functools.partial(normalize, do_lower_case=config.do_lower_case)
+    learned = learn_vocab(sentences, config.vocab_size, normalize_text)
+    write_vocab(learned.tokens, config.output_file)
+    print(f"wrote {len(learned.tokens)} tokens to {config.output_file} (learned from {counts.lines} lines of "
           f"{counts.files} input(s); {counts.undecodable_lines} with undecodable bytes)", flush=True)
-    warning = too_few_tokens(len(tokens), config.vocab_size)
+    print(learned.alphabet_line(), flush=True)
+    if config.heldout_file:
+        held_out, label = heldout_sentences(config), f"held-out text {config.heldout_file}"
+    else:
+        label = f"held-out text: every {HELD_OUT_EVERY}th sentence of the input ({len(held_out)}), not learned from"
+    if held_out:
+        report = report_vocab(learned.tokens, count_words(held_out, normalize_text, processes=1).words)
+        print(report.line(label), flush=True)
+    else:
+        print(f"no held-out report: the input has fewer than {HELD_OUT_EVERY} sentences; pass --heldout_file",
+              flush=True)
+    warning = too_few_tokens(len(learned.tokens), config.vocab_size)
     if warning:
         print(f"{COMMAND.program}: warning: {warning}", file=sys.stderr, flush=True)
+
+
+def heldout_sentences(config):
+    """The sentences of --heldout_file, read in the --input_format's format (the Bible's as sentences)."""
+    from bert_tf.text.corpus import CorpusCounts, read_documents
+
+    heldout_format = "sentences" if config.corpus.input_format == "bible" else config.corpus.input_format
+    return [s for d in read_documents(config.heldout_file, heldout_format, CorpusCounts()) for s in d]
 
 
 def extend(config, sentences, counts):
     """Extends --extend's vocab with the input's words, writes it and prints what changed."""
     from bert_tf.errors import InputError
-    from bert_tf.text.corpus import CorpusCounts, read_documents
     from bert_tf.text.tokenizer import FullTokenizer
     from bert_tf.text.vocab_learning import write_vocab
     from bert_tf.text.vocabulary import Vocabulary
@@ -114,10 +143,7 @@ def extend(config, sentences, counts):
     print(f"added tokens the tokenizer emits on the input: {len(extension.added) - len(silent)} of "
           f"{len(extension.added)}" + (f" (not emitted: {silent})" if silent else ""))
     if config.heldout_file:
-        heldout_format = "sentences" if config.corpus.input_format == "bible" else config.corpus.input_format
-        heldout = vocab_extension.count_words(
-            (s for d in read_documents(config.heldout_file, heldout_format, CorpusCounts()) for s in d),
-            config.do_lower_case)
+        heldout = vocab_extension.count_words(heldout_sentences(config), config.do_lower_case)
         label = f"held-out text {config.heldout_file}"
     else:
         heldout, label = words, "the input itself (pass --heldout_file for held-out text)"

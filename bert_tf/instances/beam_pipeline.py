@@ -74,6 +74,8 @@ class ShardToRecords(beam.DoFn):
         Metrics.counter("instances", "instances").inc(result.statistics.instances)
         Metrics.counter("instances", "random_next").inc(result.statistics.random_next)
         Metrics.counter("instances", "predictions").inc(result.statistics.predictions)
+        Metrics.counter("instances", "tokens").inc(result.statistics.tokens)
+        Metrics.counter("instances", "unknown").inc(result.statistics.unknown)
         yield from result.records
 
 

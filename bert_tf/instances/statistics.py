@@ -19,7 +19,7 @@ class InstanceStatistics:
     Example:
     >>> stats = InstanceStatistics(max_seq_length=128, max_predictions_per_seq=20)
     >>> stats.add(lengths, input_ids, positions, labels, counts, next_sentence_labels, None,
-    ...           mask_id=103)  # doctest: +SKIP
+    ...           mask_id=103, unk_id=100)  # doctest: +SKIP
     >>> print("\\n".join(stats.summary_lines()))  # doctest: +SKIP
     """
 
@@ -35,6 +35,7 @@ class InstanceStatistics:
     replaced: int = 0   # a random token
     at_cap: int = 0     # instances whose predictions hit max_predictions_per_seq
     rows: int = 0       # packed rows holding the instances; 0: one instance per record
+    unknown: int = 0    # [UNK] tokens among the instances' tokens (before masking)
     length_histogram: np.ndarray = None
     predictions_histogram: np.ndarray = None
 
@@ -44,7 +45,8 @@ class InstanceStatistics:
         if self.predictions_histogram is None:
             self.predictions_histogram = np.zeros(self.max_predictions_per_seq + 1, np.int64)
 
-    def add(self, lengths, input_ids, positions, labels, counts, next_sentence_labels, one_sentence_chunks, mask_id):
+    def add(self, lengths, input_ids, positions, labels, counts, next_sentence_labels, one_sentence_chunks, mask_id,
+            unk_id):
         """A batch: lengths [N], masked input ids [N, T], positions/labels [N, P], counts [N] real predictions,
         next_sentence_labels [N] (1 = random next), one_sentence_chunks [N] bool or None when unknown."""
         lengths, counts = np.asarray(lengths), np.asarray(counts)
@@ -61,13 +63,18 @@ class InstanceStatistics:
         self.masked += int(is_mask.sum())
         self.kept += int(is_kept.sum())
         self.replaced += int(real.sum() - is_mask.sum() - is_kept.sum())
+        # The tokens before masking: the non-padding input ids, with the masked positions' originals (labels).
+        input_ids = np.asarray(input_ids)
+        not_padding = np.arange(input_ids.shape[1])[None, :] < lengths[:, None]
+        self.unknown += int(np.sum(not_padding & (input_ids == unk_id)) - np.sum(real & (shown == unk_id))
+                            + np.sum(real & (np.asarray(labels) == unk_id)))
         self.at_cap += int(np.sum(counts >= self.max_predictions_per_seq))
         self.length_histogram += np.bincount(lengths, minlength=self.max_seq_length + 1)[:self.max_seq_length + 1]
         self.predictions_histogram += np.bincount(counts, minlength=self.max_predictions_per_seq + 1)
 
     def merge(self, other):
         for field in ("instances", "random_next", "tokens", "predictions", "masked", "kept", "replaced", "at_cap",
-                      "rows"):
+                      "rows", "unknown"):
             setattr(self, field, getattr(self, field) + getattr(other, field))
         if other.one_sentence_chunks >= 0:
             self.one_sentence_chunks = max(self.one_sentence_chunks, 0) + other.one_sentence_chunks
@@ -101,6 +108,7 @@ class InstanceStatistics:
         pct = self.length_percentiles()
         lines.append(f"length: mean {mean_length:.1f}, p5 {pct[5]}, median {pct[50]}, p95 {pct[95]}, "
                      f"max {self.max_seq_length} reached by {self.length_histogram[-1] / n:.2%}")
+        lines.append(unknown_line(self.unknown, self.tokens))
         rate = f"masked LM: {self.predictions} predictions = {self.predictions / max(self.tokens, 1):.2%} of tokens"
         if masked_lm_prob is not None:
             rate += f" (rules ask for {self.expected_predictions(masked_lm_prob)})"
@@ -125,7 +133,17 @@ class InstanceStatistics:
                 f"{self.non_padding_share():.2%} non-padding tokens ({unpacked})")
 
 
-def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask_id):
+def unknown_line(unknown, tokens):
+    """The [UNK] share of the tokens for people: above a few in ten thousand, the vocab was learned from other text
+    or with other settings (lower-casing, accents) than the instances were tokenized with.
+
+    >>> unknown_line(3, 2000)
+    '[UNK]: 3 of 2000 tokens (0.150%)'
+    """
+    return f"[UNK]: {unknown} of {tokens} tokens ({unknown / max(tokens, 1):.3%})"
+
+
+def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask_id, unk_id):
     """`InstanceStatistics` of record batches (from `bert_tf.records.reader.read_records`); packed rows are
     counted by the instances they hold, and their rows."""
     stats = InstanceStatistics(max_seq_length, max_predictions_per_seq)
@@ -135,7 +153,7 @@ def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask
             batch, _ = split_rows(batch, max_predictions_per_seq)
         stats.add(batch["input_mask"].sum(axis=1), batch["input_ids"], batch["masked_lm_positions"],
                   batch["masked_lm_ids"], batch["masked_lm_weights"].sum(axis=1).astype(np.int64),
-                  batch["next_sentence_labels"][:, 0], None, mask_id)
+                  batch["next_sentence_labels"][:, 0], None, mask_id, unk_id)
     return stats
 
 

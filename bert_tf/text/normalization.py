@@ -45,9 +45,15 @@ def _clean_char(char):
     # Zs is the original's whitespace; str.split (its whitespace_tokenize) also splits on U+2028/U+2029.
     if unicodedata.category(char) == "Zs" or char.isspace():
         return " "
-    if any(lo <= cp <= hi for lo, hi in _CJK_RANGES):
+    if is_cjk_character(char):
         return f" {char} "
     return char
+
+
+def is_cjk_character(char):
+    """Whether `char` is a CJK ideograph (`_CJK_RANGES`), which the original puts in a word of its own."""
+    cp = ord(char)
+    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
 
 
 def _is_mark(char):

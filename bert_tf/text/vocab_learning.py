@@ -1,10 +1,12 @@
-"""Learning a WordPiece vocab from text (bert-vocab) and writing vocab files; `Vocabulary` reads them."""
+"""Learning a WordPiece vocab from text (bert-vocab) and writing vocab files; `Vocabulary` reads them.
 
-import itertools
-import time
+The words are counted in parallel processes (bert_tf/text/word_counting.py), then the pieces are learned from
+the counts (bert_tf/text/wordpiece_learner.py: an alphabet sized to the text, no "##" token the tokenizer can
+never produce, pair merges up to the size asked for).
+"""
 
-import tensorflow as tf
-from absl import logging
+import dataclasses
+import functools
 
 from bert_tf.atomic_output import write_text_atomically
 from bert_tf.errors import InputError
@@ -21,52 +23,74 @@ def write_vocab(tokens, vocab_file):
     write_text_atomically(vocab_file, "".join(f"{t}\n" for t in tokens))
 
 
-# Seconds between the progress lines while the text is read.
-PROGRESS_SECONDS = 5.0
-# Fewer tokens than this share of the size asked for is a warning: the text is too small for the vocab (the learner
-# returns up to 5% fewer on a text that is large enough).
+# Fewer tokens than this share of the size asked for is a warning: the text is too small for the vocab (the
+# learner returns the size asked for whenever the text has enough pairs of pieces occurring twice).
 FEW_TOKENS_SHARE = 0.8
 
 
-def learn_vocab(sentences, vocab_size, do_lower_case=True, batch_size=1024):
-    """Learns a WordPiece vocab with tensorflow-text's `bert_vocab_from_dataset`; the special tokens come first.
+@dataclasses.dataclass(frozen=True)
+class LearnedVocab:
+    """A learned vocab's tokens (special tokens first) and what its alphabet kept of the text's characters.
 
-    The text is normalized as `FullTokenizer` normalizes it (the original's clean-up, lower-casing and accent
-    stripping) before learning, so the learned pieces are exactly the strings the tokenizer will look up.
+    Example:
+    >>> learned = learn_vocab(["The cat sat.", "The dog sat."] * 100, vocab_size=50)
+    >>> learned.tokens[:5], learned.alphabet_size, learned.distinct_characters
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 10, 10)
+    """
+
+    tokens: list
+    alphabet_size: int
+    distinct_characters: int
+    characters: int            # character occurrences in the text's words
+    unknown_characters: int    # of them, outside the alphabet (their words are [UNK])
+    min_character_count: int
+
+    def alphabet_line(self):
+        """The alphabet for people: how many characters it kept and what share of the text falls outside it."""
+        return (f"alphabet: {self.alphabet_size} of the text's {self.distinct_characters} distinct characters (every "
+                f"one seen at least {self.min_character_count} times); "
+                f"{self.unknown_characters / max(self.characters, 1):.4%} of the character occurrences fall outside "
+                f"it (their words are [UNK])")
+
+
+def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):
+    """Learns a WordPiece vocab of `vocab_size` tokens; the special tokens come first.
+
+    The text is normalized as the tokenizer will normalize it, so the learned pieces are exactly the strings the
+    tokenizer will look up.
 
     Args:
         sentences: an iterable of str.
-        vocab_size: the target size (the learner returns approximately this many tokens).
-        do_lower_case: lower-case and strip accents, as for an uncased model.
+        vocab_size: the size asked for, special tokens included; fewer come back only from a text too small.
+        normalize_text: str -> str, picklable (for the counting processes); default: the original's uncased
+            normalization (`normalize` with `do_lower_case=True`).
+        processes: processes counting the words (default: the CPUs this process may use).
 
     Example:
-    >>> tokens = learn_vocab(["The cat sat.", "The dog sat."] * 100, vocab_size=50)
-    >>> tokens[:5]
-    ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
+    >>> tokens = learn_vocab(["The cat sat.", "The dog sat."] * 100, vocab_size=50).tokens
+    >>> tokens[:5], "sat" in tokens
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True)
     """
-    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
-
     from bert_tf.text.normalization import normalize
+    from bert_tf.text.word_counting import count_words
+    from bert_tf.text.wordpiece_learner import DEFAULT_MIN_CHARACTER_COUNT, learn_pieces
 
     if vocab_size <= len(SPECIAL_TOKENS):
         raise InputError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
                          f"use a few thousand (the original English vocab has 30522).")
-    normalized = (text for text in (normalize(s, do_lower_case) for s in sentences) if text.strip())
-    first = next(normalized, None)
-    if first is None:  # the learner would end in a StopIteration
+    normalize_text = normalize_text or functools.partial(normalize, do_lower_case=True)
+    counts = count_words(sentences, normalize_text, processes)
+    if not counts.words:
         raise InputError("The text to learn a vocab from is empty (no sentence with a character to keep): pass "
                          "UTF-8 text files with --input_file.")
-    texts = _with_progress(itertools.chain([first], normalized))
-    dataset = tf.data.Dataset.from_generator(lambda: texts, output_signature=tf.TensorSpec([], tf.string))
-    started = time.perf_counter()
-    learned = bert_vocab.bert_vocab_from_dataset(
-        dataset.batch(batch_size), vocab_size=vocab_size, reserved_tokens=list(SPECIAL_TOKENS),
-        # The text is already normalized; the learner only splits it on whitespace and punctuation.
-        bert_tokenizer_params={"lower_case": False})
-    tokens = list(SPECIAL_TOKENS) + [t for t in learned if t not in SPECIAL_TOKENS]
-    logging.info("Learned %d tokens in %.1f s.", len(tokens), time.perf_counter() - started)
+    characters = counts.characters()
+    pieces, alphabet = learn_pieces(counts.words, characters, vocab_size - len(SPECIAL_TOKENS))
+    tokens = list(SPECIAL_TOKENS) + pieces  # no piece holds "[" (punctuation)
     Vocabulary(tokens, "the learned vocab").require(SPECIAL_TOKENS, "pre-training", pad_first=True)
-    return tokens
+    kept = set(alphabet)
+    total = sum(characters.values())
+    return LearnedVocab(tokens, len(alphabet), len(characters), total,
+                        total - sum(n for char, n in characters.items() if char in kept), DEFAULT_MIN_CHARACTER_COUNT)
 
 
 def too_few_tokens(learned, vocab_size):
@@ -82,21 +106,3 @@ def too_few_tokens(learned, vocab_size):
     return (f"learned only {learned} tokens of the {vocab_size} asked for: the text has too few distinct words and "
             f"pieces for this size. Use more text, or a --vocab_size near {learned} (a model's vocab_size follows "
             f"its vocab, so the smaller vocab is what a model of this text gets anyway).")
-
-
-def _with_progress(texts):
-    """Yields `texts`, logging how many were read every `PROGRESS_SECONDS`, and when the reading is done (the
-    learner then counts and builds the pieces)."""
-    started = last = time.perf_counter()
-    count = characters = 0
-    for text in texts:
-        count += 1
-        characters += len(text)
-        now = time.perf_counter()
-        if now - last >= PROGRESS_SECONDS:
-            logging.info("Reading the text: %d sentences (%.1f M characters) in %.0f s.", count, characters / 1e6,
-                         now - started)
-            last = now
-        yield text
-    logging.info("Read %d sentences (%.1f M characters) in %.1f s; learning the WordPiece pieces.", count,
-                 characters / 1e6, time.perf_counter() - started)
