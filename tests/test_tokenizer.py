@@ -113,7 +113,7 @@ def test_vocab_files_are_read_like_the_original_and_written_whole(tmp_path):
 def test_learned_vocab_has_the_specials_first_and_tokenizes_its_text(bible_csv):
     sentences = ["The Lord is my shepherd; I shall lack nothing.", "He makes me lie down in green pastures.",
                  "He leads me beside still waters.", "He restores my soul."] * 30
-    tokens = learn_vocab(sentences, vocab_size=120)
+    tokens = learn_vocab(sentences, vocab_size=120).tokens
     assert tokens[:5] == list(SPECIAL_TOKENS)
     assert 40 < len(tokens) <= 120 and len(set(tokens)) == len(tokens)
     learned = FullTokenizer(tokens)
@@ -143,7 +143,8 @@ def test_bert_vocab_shows_progress_and_warns_when_it_learns_far_fewer_tokens_tha
     assert few.returncode == 0, few.stderr[-2000:]
     learned = len(read_vocab_file(output))
     assert learned < 100
-    assert "Read 150 sentences" in few.stderr and f"Learned {learned} tokens in" in few.stderr
+    # 149 sentences: the 100th is held out for the report.
+    assert "Counted 11 distinct words in 149 sentences" in few.stderr and f"Learned {learned} tokens in" in few.stderr
     assert few.stderr.strip().splitlines()[-1].startswith(
         f"bert-vocab: warning: learned only {learned} tokens of the 8000 asked for: the text has too few distinct "
         f"words")

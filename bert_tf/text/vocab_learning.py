@@ -7,6 +7,9 @@ never produce, pair merges up to the size asked for).
 
 import dataclasses
 import functools
+import time
+
+from absl import logging
 
 from bert_tf.atomic_output import write_text_atomically
 from bert_tf.errors import InputError
@@ -41,16 +44,15 @@ class LearnedVocab:
     tokens: list
     alphabet_size: int
     distinct_characters: int
-    characters: int            # character occurrences in the text's words
-    unknown_characters: int    # of them, outside the alphabet (their words are [UNK])
+    unknown_character_share: float  # of the text's character occurrences, outside the alphabet
     min_character_count: int
 
     def alphabet_line(self):
         """The alphabet for people: how many characters it kept and what share of the text falls outside it."""
         return (f"alphabet: {self.alphabet_size} of the text's {self.distinct_characters} distinct characters (every "
                 f"one seen at least {self.min_character_count} times); "
-                f"{self.unknown_characters / max(self.characters, 1):.4%} of the character occurrences fall outside "
-                f"it (their words are [UNK])")
+                f"{self.unknown_character_share:.4%} of the character occurrences fall outside it (their words are "
+                f"[UNK])")
 
 
 def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):
@@ -79,18 +81,17 @@ def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):
         raise InputError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
                          f"use a few thousand (the original English vocab has 30522).")
     normalize_text = normalize_text or functools.partial(normalize, do_lower_case=True)
+    started = time.perf_counter()
     counts = count_words(sentences, normalize_text, processes)
     if not counts.words:
         raise InputError("The text to learn a vocab from is empty (no sentence with a character to keep): pass "
                          "UTF-8 text files with --input_file.")
-    characters = counts.characters()
-    pieces, alphabet = learn_pieces(counts.words, characters, vocab_size - len(SPECIAL_TOKENS))
+    pieces, alphabet = learn_pieces(counts.words, vocab_size - len(SPECIAL_TOKENS))
     tokens = list(SPECIAL_TOKENS) + pieces  # no piece holds "[" (punctuation)
     Vocabulary(tokens, "the learned vocab").require(SPECIAL_TOKENS, "pre-training", pad_first=True)
-    kept = set(alphabet)
-    total = sum(characters.values())
-    return LearnedVocab(tokens, len(alphabet), len(characters), total,
-                        total - sum(n for char, n in characters.items() if char in kept), DEFAULT_MIN_CHARACTER_COUNT)
+    logging.info("Learned %d tokens in %.1f s.", len(tokens), time.perf_counter() - started)
+    return LearnedVocab(tokens, len(alphabet.characters), len(alphabet.counts), alphabet.unknown_share(),
+                        DEFAULT_MIN_CHARACTER_COUNT)
 
 
 def too_few_tokens(learned, vocab_size):

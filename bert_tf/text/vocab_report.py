@@ -21,8 +21,8 @@ class VocabReport:
 
     Example:
     >>> report = VocabReport(words=4, unknown_words=1, pieces=8, unknown_pieces=1, characters=20)
-    >>> report.line("held-out text")
-    'held-out text (4 words): [UNK] 12.50% of pieces, 25.00% of words; 2.000 pieces per word, 2.500 characters per piece'
+    >>> report.line("held-out")
+    'held-out (4 words): [UNK] 12.500% of pieces, 25.000% of words; 2.000 pieces per word, 2.500 characters per piece'
     """
 
     words: int
@@ -33,8 +33,8 @@ class VocabReport:
 
     def line(self, label):
         pieces = max(self.pieces, 1)
-        return (f"{label} ({self.words} words): [UNK] {self.unknown_pieces / pieces:.2%} of pieces, "
-                f"{self.unknown_words / max(self.words, 1):.2%} of words; {self.pieces / max(self.words, 1):.3f} "
+        return (f"{label} ({self.words} words): [UNK] {self.unknown_pieces / pieces:.3%} of pieces, "
+                f"{self.unknown_words / max(self.words, 1):.3%} of words; {self.pieces / max(self.words, 1):.3f} "
                 f"pieces per word, {self.characters / pieces:.3f} characters per piece")
 
 

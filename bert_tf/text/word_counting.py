@@ -1,15 +1,16 @@
-"""Counting the words and characters of a corpus as the tokenizer splits it, in parallel processes.
+"""Counting the words of a corpus as the tokenizer splits them, in parallel processes.
 
-The words are those of `split_words` (whitespace, then each punctuation mark alone) over normalized text, found
-here by one regular expression over many sentences at once, so the per-character work runs in C: normalization is
-character by character (`normalize`), so normalizing sentences joined by newlines gives the sentences' normalized
-texts joined by spaces. Sentences are sent to worker processes in chunks of about `CHUNK_CHARACTERS`; each returns
-the counts of its chunk.
+The words are those of `split_words` (whitespace, then each punctuation mark alone) of normalized text. Normalizing
+is character by character and turns whitespace into spaces (but a few control characters, deleted first here), so
+the raw text is split on whitespace first and only its distinct chunks are normalized and split further: the
+per-character work is `str.split` and `Counter`, in C. Sentences go to worker processes in chunks of about
+`CHUNK_CHARACTERS`; each returns the counts of its chunk (a text of one chunk is counted in this process).
 """
 
 import collections
 import dataclasses
 import functools
+import itertools
 import multiprocessing
 import os
 import re
@@ -56,13 +57,12 @@ def _deleted_whitespace(normalize_text):
 
 @dataclasses.dataclass
 class WordCounts:
-    """How often each word occurs, in how many sentences, and (`characters`) how often each character occurs in
-    the words.
+    """How often each word occurs, and in how many sentences.
 
     Example:
     >>> counts = count_text(["Hello, hello!"], lambda text: text.lower())
-    >>> counts.words["hello"], counts.characters()["l"], counts.sentences
-    (2, 4, 1)
+    >>> counts.words["hello"], counts.sentences
+    (2, 1)
     """
 
     words: collections.Counter = dataclasses.field(default_factory=collections.Counter)
@@ -73,23 +73,11 @@ class WordCounts:
         self.sentences += other.sentences
         return self
 
-    def characters(self):
-        """{character: occurrences in the text} (whitespace not counted)."""
-        characters = collections.Counter()
-        for word, count in self.words.items():
-            for char in word:
-                characters[char] += count
-        return characters
 
 
 def count_text(sentences, normalize_text):
     """`WordCounts` of `sentences` (a list of str) normalized by `normalize_text` (str -> str, character by
-    character as `normalize`).
-
-    Normalization changes no whitespace but what `_deleted_whitespace` names, so the text is split on whitespace
-    first and only its distinct chunks are normalized and split into words: most of the work is then `str.split`
-    and `Counter`, in C.
-    """
+    character as `normalize`): see the module."""
     text = "\n".join(sentences)
     deleted = _deleted_whitespace(normalize_text)
     if deleted is not None:
@@ -117,15 +105,15 @@ def count_words(sentences, normalize_text, processes=None):
     progress = _Progress()
     total = WordCounts()
     chunks = _chunks(sentences, progress)
-    if processes <= 1:
-        for chunk in chunks:
-            total.merge(count_text(chunk, normalize_text))
+    first = [chunk for chunk in (next(chunks, None), next(chunks, None)) if chunk is not None]
+    count = functools.partial(count_text, normalize_text=normalize_text)
+    if processes <= 1 or len(first) < 2:  # a text of one chunk is counted before a process would have started
+        for counts in map(count, itertools.chain(first, chunks)):
+            total.merge(counts)
     else:
-        # Built once here, the patterns are inherited by the forked workers.
-        word_pattern()
-        _whitespace()
-        with multiprocessing.get_context("fork").Pool(processes) as pool:
-            for counts in pool.imap_unordered(functools.partial(count_text, normalize_text=normalize_text), chunks):
+        # Fresh processes ("spawn"): forking a process that runs TensorFlow's threads is not safe.
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            for counts in pool.imap_unordered(count, itertools.chain(first, chunks)):
                 total.merge(counts)
     progress.done(len(total.words))
     return total

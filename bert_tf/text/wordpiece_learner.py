@@ -2,11 +2,12 @@
 
 The rule, stated once here:
 - The alphabet is every character that occurs at least `min_character_count` times in the text, most frequent
-  first, at most `max_alphabet_share` of the vocab. A word holding a character outside it is [UNK] whole under the
-  original's WordPiece, so it is left out of the learning.
-- A character starts a word as itself, and continues one as "##" + itself, except CJK ideographs (`_CJK_RANGES`) and
-  punctuation (`is_punctuation`): the tokenizer puts each of them in a word of its own, so "##" before one can never
-  be produced and no such token is learned (kana, Hangul and symbols such as € continue words and keep theirs).
+  first, at most `max_alphabet_share` of the vocab; each is a piece. A word holding a character outside it is [UNK]
+  whole under the original's WordPiece, so it is left out of the learning.
+- A character of the alphabet that continues words at least `min_character_count` times is a "##" piece too, except
+  CJK ideographs (`_CJK_RANGES`) and punctuation (`is_punctuation`): the tokenizer puts each of them in a word of
+  its own, so "##" before one can never be produced and no such token is learned (kana, Hangul and symbols such as
+  € continue words and keep theirs).
 - Then, as Hugging Face tokenizers' WordPiece trainer and the BPE it is built on: every word is its characters'
   pieces; the adjacent pair of pieces with the highest count over the words (weighted by the words' counts) is
   merged into one new piece, everywhere, until the vocab has the size asked for or no pair occurs twice (ties: the
@@ -17,12 +18,15 @@ Counting the pairs once and then updating only the words a merge touches keeps t
 number of distinct words; most time goes to counting the words (bert_tf/text/word_counting.py).
 """
 
+import collections
+import dataclasses
 import heapq
 import time
 
 from absl import logging
 
 from bert_tf.text.normalization import MAX_CHARS_PER_WORD, is_cjk_character, is_punctuation
+from bert_tf.text.word_counting import PROGRESS_SECONDS
 
 CONTINUATION = "##"
 # A character seen fewer times is left out of the alphabet (the words holding it become [UNK]): on the text of
@@ -32,8 +36,6 @@ DEFAULT_MIN_CHARACTER_COUNT = 2
 # The alphabet takes at most this share of the vocab (the most frequent characters), so pieces get the rest even
 # on a text of many thousand distinct ideographs.
 DEFAULT_MAX_ALPHABET_SHARE = 0.5
-# Seconds between the progress lines of the merges.
-PROGRESS_SECONDS = 10.0
 
 
 def stands_alone(char):
@@ -46,45 +48,62 @@ def stands_alone(char):
     return is_cjk_character(char) or is_punctuation(char)
 
 
-def choose_alphabet(characters, size_limit, min_count=DEFAULT_MIN_CHARACTER_COUNT):
-    """The characters kept, most frequent first (ties by the character): every one with at least `min_count`
-    occurrences, at most `size_limit` of them.
+@dataclasses.dataclass(frozen=True)
+class Alphabet:
+    """The characters kept (most frequent first), those of them kept as "##" continuations too, and how often each
+    character of the text occurs.
 
-    Args:
-        characters: {character: occurrences}.
-
-    >>> choose_alphabet({"a": 5, "b": 1, "c": 3}, size_limit=10)
-    ['a', 'c']
+    Example:
+    >>> alphabet = Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=10, min_count=2)
+    >>> alphabet.characters, alphabet.continuing, alphabet.unknown_share()
+    (['b', 'a'], ['b'], 0.2)
     """
-    frequent = sorted((c for c, n in characters.items() if n >= min_count), key=lambda c: (-characters[c], c))
-    return frequent[:size_limit]
+
+    characters: list
+    continuing: list
+    counts: dict
+
+    @classmethod
+    def of(cls, words, size_limit, min_count=DEFAULT_MIN_CHARACTER_COUNT):
+        """The alphabet of `words` ({word: count}): every character occurring at least `min_count` times, at most
+        `size_limit` of them (ties by the character); as a "##" continuation when it continues words at least
+        `min_count` times and can (`stands_alone` is false)."""
+        counts, continuing = collections.Counter(), collections.Counter()
+        for word, count in words.items():
+            for char in word:
+                counts[char] += count
+            for char in word[1:]:
+                continuing[char] += count
+        kept = sorted((c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c))[:size_limit]
+        return cls(kept, [c for c in kept if continuing[c] >= min_count and not stands_alone(c)], dict(counts))
+
+    def unknown_share(self):
+        """The share of the text's character occurrences outside the alphabet (their words are [UNK])."""
+        kept = set(self.characters)
+        return sum(n for c, n in self.counts.items() if c not in kept) / max(sum(self.counts.values()), 1)
 
 
-def learn_pieces(words, characters, size, min_character_count=DEFAULT_MIN_CHARACTER_COUNT,
+def learn_pieces(words, size, min_character_count=DEFAULT_MIN_CHARACTER_COUNT,
                  max_alphabet_share=DEFAULT_MAX_ALPHABET_SHARE):
     """WordPiece pieces for a vocab of `size` tokens (special tokens not included), learned by the module's rule.
 
     Args:
         words: {normalized word: count}, e.g. `WordCounts.words`.
-        characters: {character: occurrences}, e.g. `WordCounts.characters`.
         size: the number of pieces wanted; fewer come back when the text has no more pairs occurring twice.
 
     Returns:
         (pieces, alphabet): the pieces in the order learned (the alphabet's single characters first, then their
-        "##" twins, then the merged pieces), and the alphabet.
+        "##" twins, then the merged pieces), and the `Alphabet`.
 
     Example:
-    >>> pieces, alphabet = learn_pieces({"low": 5, "lower": 2, "newest": 6, "widest": 3, "中": 4, ",": 2},
-    ...                                 {"l": 9, "o": 9, "w": 16, "e": 17, "r": 2, "n": 6, "s": 9, "t": 9, "i": 3,
-    ...                                  "d": 3, "中": 4, ",": 2}, size=30)
-    >>> pieces[:4], "##中" in pieces, "##,"  in pieces, pieces[-3:]
-    (['e', 'w', 'l', 'o'], False, False, ['newest', 'widest', 'lower'])
+    >>> pieces, alphabet = learn_pieces({"low": 5, "lower": 2, "newest": 6, "widest": 3, "中": 4, ",": 2}, size=30)
+    >>> pieces[:4], "##中" in pieces, "##," in pieces, pieces[-3:]
+    (['e', 'w', 's', 't'], False, False, ['wi', '##dest', 'widest'])
     """
-    alphabet = choose_alphabet(characters, int(size * max_alphabet_share), min_character_count)
-    continuing = [c for c in alphabet if not stands_alone(c)]
-    pieces = list(alphabet) + [CONTINUATION + c for c in continuing]
+    alphabet = Alphabet.of(words, int(size * max_alphabet_share), min_character_count)
+    pieces = alphabet.characters + [CONTINUATION + c for c in alphabet.continuing]
     # Only words of two characters or more have pairs; one holding a character outside the alphabet is [UNK].
-    starts, continues = set(alphabet), set(continuing)
+    starts, continues = set(alphabet.characters), set(alphabet.continuing)
     merges = _PairMerges(pieces, [(word, count) for word, count in words.items()
                                   if 1 < len(word) <= MAX_CHARS_PER_WORD and word[0] in starts
                                   and continues.issuperset(word[1:])])
