@@ -9,6 +9,7 @@ import pytest
 from bert_tf.demo_figure import predictions_figure, write_predictions_png
 from bert_tf.instances.statistics import InstanceStatistics, plot_statistics, statistics_figure
 from bert_tf.records.masking_figure import CATEGORIES
+from bert_tf.text.vocabulary import Vocabulary
 
 pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
@@ -48,7 +49,8 @@ def test_predictions_figure_has_a_panel_per_verse_with_its_five_bars(tmp_path):
 def test_inspect_figure_colours_each_token_by_what_the_masking_did(tmp_path):
     stats = InstanceStatistics(13, 4)
     stats.add(np.array([11]), RECORD["input_ids"][None], RECORD["masked_lm_positions"][None],
-              RECORD["masked_lm_ids"][None], np.array([3]), RECORD["next_sentence_labels"], None, mask_id=4, unk_id=1)
+              RECORD["masked_lm_ids"][None], np.array([3]), RECORD["next_sentence_labels"], None,
+              Vocabulary(VOCAB, "the figure's vocab"))
     figure = statistics_figure(stats, instance=RECORD, vocab=VOCAB, mask_id=4)
     instance_axes = figure.axes[3]
     legend = [text.get_text() for text in instance_axes.get_legend().get_texts()]

@@ -14,7 +14,7 @@ from bert_tf.text.normalization import is_cjk_character, is_punctuation, normali
 from bert_tf.text.tokenizer import FullTokenizer
 from bert_tf.text.vocab_learning import learn_vocab
 from bert_tf.text.vocab_report import VocabReport, report_vocab
-from bert_tf.text.vocabulary import SPECIAL_TOKENS, read_vocab_file
+from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocab_file
 from bert_tf.text.wordpiece_learner import learn_pieces
 from helpers import run_cli
 
@@ -147,8 +147,9 @@ def test_instance_statistics_count_the_unk_tokens_before_masking():
     # and shows [MASK]; position 4 held 7 and shows a random [UNK]. Position 3 is an [UNK] not predicted.
     stats = InstanceStatistics(max_seq_length=8, max_predictions_per_seq=2)
     input_ids = np.array([[2, 6, 4, 1, 1, 3, 0, 0]])
+    vocab = Vocabulary(list(SPECIAL_TOKENS) + ["a", "b", "c"], "a test vocab")
     stats.add(np.array([6]), input_ids, np.array([[2, 4]]), np.array([[1, 7]]), np.array([2]), np.array([0]), None,
-              mask_id=4, unk_id=1)
+              vocab)
     assert (stats.unknown, stats.tokens) == (2, 6)
     assert unknown_line(stats.unknown, stats.tokens) in stats.summary_lines()
     assert unknown_line(2, 6) == "[UNK]: 2 of 6 tokens (33.333%)"

@@ -76,8 +76,7 @@ def main(config):
                 problems[rule] = problems.get(rule, 0) + count
             yield batch
 
-    stats = statistics_of_records(batches(), schema.max_seq_length, schema.max_predictions_per_seq,
-                                  vocabulary.mask_id, vocabulary.unk_id)
+    stats = statistics_of_records(batches(), schema.max_seq_length, schema.max_predictions_per_seq, vocabulary)
     bad = {rule: count for rule, count in problems.items() if count}
     print(f"structure checks: {'all passed' if not bad else bad} ("
           + (f"{stats.instances} records)" if not layout else f"{stats.instances} instances in {stats.rows} rows)"))

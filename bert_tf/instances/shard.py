@@ -150,8 +150,7 @@ def process_shard(shard, options, vocab, chunk_size=8192):
                        instance_word_starts(shard.word_starts, chunk, options.max_seq_length))
         masked_ids, positions, labels, weights, counts = masker.mask_batch(ids, lengths, draws, word_starts)
         is_random_next = chunk[:, 4]
-        stats.add(lengths, masked_ids, positions, labels, counts, is_random_next, chunk[:, 5].astype(bool),
-                  vocab.mask_id, vocab.unk_id)
+        stats.add(lengths, masked_ids, positions, labels, counts, is_random_next, chunk[:, 5].astype(bool), vocab)
         arrays = {"input_ids": masked_ids, "input_mask": input_mask, "segment_ids": segment_ids,
                   "masked_lm_positions": positions, "masked_lm_ids": labels, "masked_lm_weights": weights,
                   "next_sentence_labels": is_random_next[:, None]}

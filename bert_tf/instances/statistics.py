@@ -19,7 +19,7 @@ class InstanceStatistics:
     Example:
     >>> stats = InstanceStatistics(max_seq_length=128, max_predictions_per_seq=20)
     >>> stats.add(lengths, input_ids, positions, labels, counts, next_sentence_labels, None,
-    ...           mask_id=103, unk_id=100)  # doctest: +SKIP
+    ...           vocab)  # doctest: +SKIP
     >>> print("\\n".join(stats.summary_lines()))  # doctest: +SKIP
     """
 
@@ -45,10 +45,11 @@ class InstanceStatistics:
         if self.predictions_histogram is None:
             self.predictions_histogram = np.zeros(self.max_predictions_per_seq + 1, np.int64)
 
-    def add(self, lengths, input_ids, positions, labels, counts, next_sentence_labels, one_sentence_chunks, mask_id,
-            unk_id):
+    def add(self, lengths, input_ids, positions, labels, counts, next_sentence_labels, one_sentence_chunks, vocab):
         """A batch: lengths [N], masked input ids [N, T], positions/labels [N, P], counts [N] real predictions,
-        next_sentence_labels [N] (1 = random next), one_sentence_chunks [N] bool or None when unknown."""
+        next_sentence_labels [N] (1 = random next), one_sentence_chunks [N] bool or None when unknown; `vocab` (a
+        `Vocabulary`) gives the ids of [MASK] and [UNK]."""
+        mask_id, unk_id = vocab.mask_id, vocab.unk_id
         lengths, counts = np.asarray(lengths), np.asarray(counts)
         self.instances += len(lengths)
         self.random_next += int(np.sum(next_sentence_labels))
@@ -143,9 +144,9 @@ def unknown_line(unknown, tokens):
     return f"[UNK]: {unknown} of {tokens} tokens ({unknown / max(tokens, 1):.3%})"
 
 
-def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask_id, unk_id):
-    """`InstanceStatistics` of record batches (from `bert_tf.records.reader.read_records`); packed rows are
-    counted by the instances they hold, and their rows."""
+def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, vocab):
+    """`InstanceStatistics` of record batches (from `bert_tf.records.reader.read_records`) written with `vocab` (a
+    `Vocabulary`); packed rows are counted by the instances they hold, and their rows."""
     stats = InstanceStatistics(max_seq_length, max_predictions_per_seq)
     for batch in batches:
         if FORMAT_FEATURE in batch:
@@ -153,7 +154,7 @@ def statistics_of_records(batches, max_seq_length, max_predictions_per_seq, mask
             batch, _ = split_rows(batch, max_predictions_per_seq)
         stats.add(batch["input_mask"].sum(axis=1), batch["input_ids"], batch["masked_lm_positions"],
                   batch["masked_lm_ids"], batch["masked_lm_weights"].sum(axis=1).astype(np.int64),
-                  batch["next_sentence_labels"][:, 0], None, mask_id, unk_id)
+                  batch["next_sentence_labels"][:, 0], None, vocab)
     return stats
 
 
