@@ -18,6 +18,8 @@ from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocab_file
 from bert_tf.text.wordpiece_learner import learn_pieces
 from helpers import run_cli
 
+pytestmark = pytest.mark.slow  # starts counting processes, runs bert-vocab and TensorFlow's WordPiece
+
 # Control characters that are whitespace to str.split but deleted by the normalization, NBSP, an ideographic
 # space, CJK inside a word, Greek final sigma, a combining accent, format characters, line and paragraph separators.
 TRICKY = ["ΟΔΟΣ\x1cΑ x", "a\x00b c\u00a0d\u3000中文字", "Café naïve\u0301 ok", "don't, stop!!",
