@@ -178,6 +178,12 @@ ROWS = {
         Row("whole-step XLA on CPU replicas", ["--config={recipe}", "--model_dir={out}/run", "--strategy=mirrored",
                                                "--jit_compile", "--set=jit_compile_scope=step"], 2,
             ["jit_compile_scope=step compiles the whole step, which MirroredStrategy can do on GPUs only"]),
+        # Rows packed in the pipeline with fewer slots than one instance predicts failed inside tf.data.
+        Row("row packing with fewer slots than an instance", ["--config={recipe}", "--model_dir={out}/run",
+                                                              "--row_packing",
+                                                              "--set=row_packing.max_predictions_per_row=2"], 2,
+            ["row_packing.max_predictions_per_row=2 must be at least the most predictions of one instance, "
+             "max_predictions_per_seq=3"]),
         # Rows packed for the original 15% (6 slots at 16 tokens) masked again at 50%: refused before the first
         # step, not stopped inside tf.data once a row draws more.
         Row("packed rows with too few slots for the dynamic rate", ["--config={recipe}", "--model_dir={out}/run",

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from bert_tf.cli.flag_parsing import command_flag_values
 from helpers import REPO
@@ -62,6 +63,12 @@ def test_pretrain_help_groups_its_flags_and_names_every_shipped_recipe(no_tensor
     recipes = sorted(name[:-5] for name in os.listdir(os.path.join(REPO, "configs", "pretrain")))
     config_help = done.stdout.split("--config:")[1].split("\n  --")[0]
     assert all(name in " ".join(config_help.split()) for name in recipes), config_help
+    # --platform's help is written from the platforms file: every platform in it, none left out.
+    with open(os.path.join(REPO, "configs", "platforms.yaml"), encoding="utf-8") as f:
+        platforms = yaml.safe_load(f)["platforms"]
+    platform_help = " ".join(done.stdout.split("--platform:")[1].split("\n  --")[0].split())
+    assert len(platforms) >= 8 and all(name in platform_help for name in platforms), platform_help
+    assert "run.FIELD=VALUE" in " ".join(done.stdout.split("--set:")[1].split())
 
 
 @pytest.mark.parametrize("script", ["bert-pretrain", "bert-create-pretraining-data", "bert-finetune", "bert-vocab"])

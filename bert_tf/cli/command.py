@@ -154,6 +154,15 @@ class Command:
         """A `--set` example for the help and for errors: a nested field of the file's section."""
         return "optimizer.beta_1=0.95" if self.main_section else "learning_rate=2e-5"
 
+    @property
+    def set_help(self):
+        """`--set`'s help: which fields it reaches and how they are named."""
+        if self.main_section is None:
+            return f"Any field as FIELD=VALUE (VALUE read as YAML), e.g. --set={self.set_example}."
+        others = [name for name in self.config.section_names() if name != self.main_section]
+        return (f"Any {self.main_section} field as FIELD=VALUE (VALUE read as YAML), e.g. --set={self.set_example}, "
+                f"and any field of {', '.join(others)} as {others[0]}.FIELD=VALUE.")
+
 
 def compose(command, flag_values, unknown_flags=()):
     """The command's configuration: file (or defaults), the command line's flags and --set, then the command's

@@ -47,8 +47,7 @@ def command_flag_values(command):
     flag_values = flags.FlagValues()
     define_config_flags(command.config, flag_values, without_defaults_under=command.main_section)
     flags.DEFINE_string(CONFIG_FLAG, None, command.config_help, flag_values=flag_values)
-    flags.DEFINE_multi_string(SET_FLAG, None, f"Any field as FIELD=VALUE (VALUE read as YAML), e.g. "
-                              f"--set={command.set_example}.", flag_values=flag_values)
+    flags.DEFINE_multi_string(SET_FLAG, None, command.set_help, flag_values=flag_values)
     return flag_values
 
 

@@ -353,7 +353,17 @@ class Recipe(_Section):
                                               "max_predictions_per_seq, input_file)"),
                 (f"phases[{twice}].name", twice is None, "is used twice: give each phase its own name"),
                 ("num_train_steps", steps == self.num_train_steps,
-                 f"must equal the sum of the phases' num_steps ({steps}); fix one of them"))
+                 f"must equal the sum of the phases' num_steps ({steps}); fix one of them"),
+                self._row_slots_rule())
+
+    def _row_slots_rule(self):
+        """Rows packed in the pipeline hold each instance's predictions in one row: fewer slots than an instance
+        may predict would fail inside tf.data, steps into the run."""
+        slots = self.row_packing.max_predictions_per_row
+        most = max([p.max_predictions_per_seq for p in self.phases] + [self.eval.max_predictions_per_seq or 0])
+        return ("row_packing.max_predictions_per_row", not self.row_packing.enabled or slots is None or slots >= most,
+                f"must be at least the most predictions of one instance, max_predictions_per_seq={most}, or null "
+                f"(enough slots for any row)")
 
     def _override_where(self):
         return f"recipe {self.name!r}"
