@@ -27,6 +27,7 @@ from bert_tf.inputs.input_spec import DEFAULT_PACKING_WINDOW, DEFAULT_SHUFFLE_BU
 from bert_tf.modeling.attention_kernel import ATTENTION_KERNELS
 from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 from bert_tf.platforms.compute_settings import JIT_COMPILE_SCOPES, MIXED_PRECISION
+from bert_tf.platforms.platforms_file import load_platforms
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -268,6 +269,14 @@ class EvalSpec(_Section):
                  "must be a positive integer or null"))
 
 
+@functools.lru_cache(maxsize=None)
+def _platform_help():
+    """`--platform`'s help, naming the platforms of configs/platforms.yaml."""
+    return (f"Settings that fit an accelerator (configs/platforms.yaml: {', '.join(load_platforms())}): mixed "
+            f"precision, max_micro_batch_size, the eval batch and, on GPUs, whole-step XLA; explicit flags still "
+            f"win. Global batch and schedule stay the recipe's. A machine without the platform's device exits 2.")
+
+
 @dataclasses.dataclass(frozen=True)
 class Recipe(_Section):
     """Everything a pre-training run needs except where it runs (`--strategy`, `--model_dir`:
@@ -310,7 +319,7 @@ class Recipe(_Section):
                                             "step with --set=jit_compile_scope=step (the GPU platforms' setting).")
     jit_compile_scope: str = "gradients"
     all_reduce_dtype: str = "float32"
-    platform: Optional[str] = field_option(None, lambda: _platform_help(), group=WHERE_GROUP)
+    platform: Optional[str] = field_option(None, _platform_help, group=WHERE_GROUP)
     dynamic_masking: DynamicMaskingSpec = DynamicMaskingSpec()
     row_packing: RowPackingSpec = RowPackingSpec()
     use_next_sentence: bool = field_option(True, "Train the next-sentence loss (false: masked LM only).")
@@ -403,16 +412,6 @@ class Recipe(_Section):
     def phase_micro_batch_size(self, phase):
         """The phase's `max_micro_batch_size`, else the recipe's (None: the whole replica batch at once)."""
         return phase.max_micro_batch_size or self.max_micro_batch_size
-
-
-@functools.lru_cache(maxsize=None)
-def _platform_help():
-    """`--platform`'s help, naming the platforms of configs/platforms.yaml."""
-    from bert_tf.training.platforms import load_platforms
-
-    return (f"Settings that fit an accelerator (configs/platforms.yaml: {', '.join(load_platforms())}): mixed "
-            f"precision, max_micro_batch_size, the eval batch and, on GPUs, whole-step XLA; explicit flags still "
-            f"win. Global batch and schedule stay the recipe's. A machine without the platform's device exits 2.")
 
 
 def recipe_names():
