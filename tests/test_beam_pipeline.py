@@ -58,7 +58,7 @@ def test_direct_runner_records_equal_the_local_pipeline(tmp_path, uncased_vocab,
 
 def test_direct_runner_equals_the_local_pipeline_with_a_word_segmenter(tmp_path):
     pytest.importorskip("jieba", reason="jieba is the optional extra bert_tf[chinese]")
-    from test_word_segmenter import MADMAN, SPECIALS
+    from chinese_text import MADMAN, SPECIALS
 
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(SPECIALS + sorted({c for c in MADMAN if not c.isspace()})) + "\n", encoding="utf-8")

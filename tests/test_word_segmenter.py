@@ -17,6 +17,7 @@ from bert_tf.instances.options import InstanceOptions
 from bert_tf.instances.pipeline import create_pretraining_data
 from bert_tf.instances.shard import TokenizedShard
 from bert_tf.records.checker import check_record_files
+from bert_tf.records.inspection import structure_problems
 from bert_tf.records.reader import concatenate, read_records
 from bert_tf.records.schema import read_schema
 from bert_tf.text.bible import read_bible_documents
@@ -24,19 +25,12 @@ from bert_tf.text.corpus import CorpusCounts
 from bert_tf.text.sentences import split_sentences
 from bert_tf.text.tokenizer import FullTokenizer
 from bert_tf.text.word_segmenter import WordSegmenter
+from chinese_text import MADMAN, SPECIALS
 from helpers import run_cli
 
 pytest.importorskip("jieba", reason="jieba is the optional extra bert_tf[chinese] (make setup installs it)")
 
 pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
-
-# The test text: the opening of Lu Xun's 狂人日记 (A Madman's Diary, 1918; public domain), chapters 1 and 2.
-MADMAN = ("今天晚上，很好的月光。我不见他，已是三十多年；今天见了，精神分外爽快。才知道以前的三十多年，全是发昏；"
-          "然而须十分小心。不然，那赵家的狗，何以看我两眼呢？我怕得有理。\n\n"
-          "今天全没月光，我知道不妙。早上小心出门，赵贵翁的眼色便怪：似乎怕我，似乎想害我。还有七八个人，交头接耳的"
-          "议论我，又怕我看见。一路上的人，都是如此。其中最凶的一个人，张着嘴，对我笑了一笑；我便从头直冷到脚根，"
-          "晓得他们布置，都已妥当了。")
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +136,12 @@ def test_static_masking_masks_a_word_whole_or_not_at_all(segmenter, chinese_toke
             assert set(group) <= positions or not set(group) & positions, (i, group, sorted(positions))
             whole_words_masked += len(group) > 1 and set(group) <= positions
     assert whole_words_masked >= 50
+    # bert-inspect-data's structure rules hold, word starts included; a start on a [SEP] breaks one record.
+    assert set(structure_problems(records, vocab.cls_id, vocab.sep_id).values()) == {0}
+    broken = {**records, "word_starts": records["word_starts"].copy()}
+    broken["word_starts"][0, records["input_mask"][0].sum() - 1] = 1
+    assert structure_problems(broken, vocab.cls_id, vocab.sep_id)[
+        "word_starts not 1 at each segment's start, 0 on [CLS], [SEP], padding"] == 1
     assert summary.counts.word_fallback_sentences == 0 and summary.counts.word_segmented_sentences == 10
 
 

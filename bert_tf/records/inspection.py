@@ -5,6 +5,8 @@ Used by bert-inspect-data; works on the numpy batches of `reader.read_records` (
 
 import numpy as np
 
+from bert_tf.records.word_starts import WORD_STARTS_FEATURE
+
 
 def describe_instance(record, vocab):
     """One record as text: [CLS] A [SEP] B [SEP] with each predicted position shown as {shown|label}.
@@ -48,7 +50,7 @@ def structure_problems(batch, cls_id, sep_id):
     sep = (ids == sep_id) & real & ~predicted
     first_sep = np.argmax(sep, axis=1)
     segment_expected = (col > first_sep[:, None]) & real
-    return {
+    problems = {
         "input_mask not 1...1 0...0": int(np.sum(np.any(mask != real, axis=1))),
         "padding ids not 0": int(np.sum(np.any((ids != 0) & ~real, axis=1))),
         "not [CLS] first": int(np.sum(ids[:, 0] != cls_id)),
@@ -63,3 +65,17 @@ def structure_problems(batch, cls_id, sep_id):
         "[CLS] or [SEP] predicted": int(np.sum(np.any(slots & ((labels == cls_id) | (labels == sep_id)), axis=1))),
         "padding predictions not 0": int(np.sum(np.any(~slots & ((positions != 0) | (labels != 0)), axis=1))),
     }
+    if WORD_STARTS_FEATURE in batch:
+        problems["word_starts not 1 at each segment's start, 0 on [CLS], [SEP], padding"] = _word_start_problems(
+            batch[WORD_STARTS_FEATURE], real, first_sep, lengths)
+    return problems
+
+
+def _word_start_problems(word_starts, real, first_sep, lengths):
+    """Records whose word starts (records/word_starts.py) break their rule; a record whose word starts are all 0
+    (one written without them, read beside others) has none to check."""
+    col = np.arange(word_starts.shape[1])[None, :]
+    special = ~real | (col == 0) | (col == first_sep[:, None]) | (col == lengths[:, None] - 1)
+    segment_start = real & ((col == 1) | (col == first_sep[:, None] + 1)) & ~special
+    broken = (special & (word_starts != 0)) | (segment_start & (word_starts != 1)) | (word_starts > 1)
+    return int(np.sum(np.any(broken, axis=1) & np.any(word_starts != 0, axis=1)))
