@@ -48,7 +48,8 @@ def test_a_changed_row_or_a_hand_edited_table_is_stale(tmp_path):
     (rows / "r.jsonl").write_text('{"command": "python -m bench.bench_x", "source": "measured", "seq": 128, '
                                   '"sequences_per_s": 41.25}\n', encoding="utf-8")
     spec = ("<!-- rows\nfile: bench/results/bench_x/*.jsonl\ncolumns:\n  - [seq, \"{seq}\"]\n"
-            "  - [sequences/s, \"{sequences_per_s:.1f}\"]\n-->\n<!-- end rows -->\n")
+            "  - [sequences/s, \"{sequences_per_s:.1f}\"]\n  - [per 2 s, \"{sequences_per_s * 2:.1f}\"]\n"
+            "-->\n<!-- end rows -->\n")
     doc = tmp_path / "doc.md"
     doc.write_text("# Figures\n\n" + spec + "\nProse.\n", encoding="utf-8")
     renderer = tmp_path / "tools" / "render_measurements.py"
@@ -61,7 +62,7 @@ def test_a_changed_row_or_a_hand_edited_table_is_stale(tmp_path):
     assert run("--check").returncode == 1
     assert run().returncode == 0
     text = doc.read_text(encoding="utf-8")
-    assert "    python -m bench.bench_x\n" in text and "| 128 | 41.2 |" in text and text.endswith("\nProse.\n")
+    assert "    python -m bench.bench_x\n" in text and "| 128 | 41.2 | 82.5 |" in text and text.endswith("\nProse.\n")
     assert run("--check").returncode == 0
     doc.write_text(text.replace("| 128 | 41.2 |", "| 128 | 45.0 |"), encoding="utf-8")
     assert run("--check").returncode == 1

@@ -19,12 +19,12 @@ to the closing comment, and leaves the prose around it alone:
 
 The spec's keys: `file` (a path or glob, or a list of them, from the repository root), `where` (field: value, or
 field: [values]; the rows whose fields match all of them, in file order), `columns` (a header, then one or more
-`str.format` templates over the row, where `{a / b}` is the ratio of two fields or of a field and a unit of
-`UNITS`: the first template the row fills is
-used, a null field counting as missing, else the cell is empty), `group` (`by`: a field, `name`: a template; one
-table line per value of `by`, holding the first row's fields and each row under its `name`, e.g. `{steps750[x]}`),
-`names` (field: {value: text}, shown for `{field}`), and `commands` (false to leave out the indented block of the
-rows' distinct commands that precedes the table). Below the table a line names the rows' files and sources.
+`str.format` templates over the row: the first template the row fills is used, a null field counting as missing,
+else the cell is empty; `{a / b}` divides a field by a field, a number or a unit of `UNITS`, and `+`, `-`, `*` work
+too, left to right), `group` (`by`: a field, `name`: a template; one table line per value of `by`, holding the
+first row's fields and each row under its `name`, e.g. `{steps750[x]}`), `names` (field: {value: text}, shown for
+`{field}`), and `commands` (false to leave out the indented block of the rows' distinct commands that precedes the
+table). Below the table a line names the rows' files and sources.
 
     python tools/render_measurements.py            # rewrites docs/*.md and README.md where a table is stale
     python tools/render_measurements.py --check    # exits 1 naming each stale document (tests/test_measurements.py)
@@ -33,6 +33,7 @@ rows' distinct commands that precedes the table). Below the table a line names t
 import argparse
 import glob
 import json
+import operator
 import os
 import re
 import string
@@ -95,19 +96,27 @@ def matches(row, where):
 
 
 class _Formatter(string.Formatter):
-    """`str.format` over a row where a null field counts as missing and `{a / b}` is a ratio of two fields."""
+    """`str.format` over a row where a null field counts as missing and `{a / b}` (or `+`, `-`, `*`, evaluated left to
+    right) combines fields and units."""
 
     def get_field(self, field_name, args, kwargs):
-        if " / " in field_name:
-            numerator, denominator = (self.get_field(part.strip(), args, kwargs)[0]
-                                      for part in field_name.split(" / "))
-            return numerator / denominator, field_name
-        value, first = super().get_field(field_name, args, kwargs)
+        parts = ARITHMETIC.split(field_name)
+        if len(parts) > 1:
+            values = [float(part) if NUMBER.fullmatch(part) else self.get_field(part, args, kwargs)[0]
+                      for part in parts[0::2]]
+            value = values[0]
+            for sign, operand in zip(parts[1::2], values[1:]):
+                value = OPERATORS[sign](value, operand)
+            return value, field_name
+        value, first = super().get_field(field_name.strip(), args, kwargs)
         if value is None:
             raise KeyError(field_name)
         return value, first
 
 
+ARITHMETIC = re.compile(r" ([-+*/]) ")
+NUMBER = re.compile(r"\d+(\.\d*)?")
+OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 FORMATTER = _Formatter()
 
 
