@@ -21,16 +21,17 @@ The spec's keys: `file` (a path or glob, or a list of them, from the repository 
 field: [values]; the rows whose fields match all of them, in file order), `columns` (a header, then one or more
 `str.format` templates over the row: the first template the row fills is used, a null field counting as missing,
 else the cell is empty; `{a / b}` divides a field by a field, a number or a unit of `UNITS`, and `+`, `-`, `*` work
-too, left to right), `group` (`by`: a field, `name`: a template; one table line per value of `by`, holding the
-first row's fields and each row under its `name`, e.g. `{steps750[x]}`), `names` (field: {value: text}, shown for
-`{field}`), and `commands` (false to leave out the indented block of the rows' distinct commands that precedes the
-table). Below the table a line names the rows' files and sources.
+too, left to right), `group` (`by`: a field, `name`: a template, where a field the row lacks reads ''; one table
+line per value of `by`, holding the first row's fields and each row under its `name`, e.g. `{steps750[x]}`),
+`names` (field: {value: text}, shown for `{field}`), and `commands` (false to leave out the indented block of the
+rows' distinct commands that precedes the table). Below the table a line names the rows' files and sources.
 
     python tools/render_measurements.py            # rewrites docs/*.md and README.md where a table is stale
     python tools/render_measurements.py --check    # exits 1 naming each stale document (tests/test_measurements.py)
 """
 
 import argparse
+import collections
 import glob
 import json
 import operator
@@ -150,7 +151,7 @@ def table(spec, root=REPO):
         lines = {}
         for row in rows:
             line = lines.setdefault(json.dumps(row.get(spec["group"]["by"])), dict(row))
-            key = spec["group"]["name"].format(**row)
+            key = spec["group"]["name"].format_map(collections.defaultdict(str, row))  # a missing field reads ""
             if key in line:
                 raise ValueError(f"two rows of {spec['file']} are {key} of {spec['group']['by']}="
                                  f"{row.get(spec['group']['by'])}: narrow `where`")
