@@ -85,7 +85,7 @@ class DemoData:
             return path
         workers = [] if self.num_workers is None else [f"--num_workers={self.num_workers}"]
         self.command("create_pretraining_data", f"--input_file={self.texts()[name]}", f"--output_file={path}",
-                     f"--vocab_file={self.vocab()}", "--do_lower_case", f"--max_seq_length={max_seq_length}",
+                     f"--vocab_file={self.vocab()}", f"--max_seq_length={max_seq_length}",
                      f"--max_predictions_per_seq={max_predictions_per_seq}", f"--masked_lm_prob={masked_lm_prob}",
                      f"--dupe_factor={dupe_factor}", f"--random_seed={self.random_seed}", *workers,
                      *(["--noprogress"] if self.quiet else []))

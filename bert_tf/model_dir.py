@@ -1,4 +1,5 @@
-"""A model directory: `bert_config.json`, optional `vocab.txt`, and TF checkpoints (`ckpt-N`) whose `model` object
+"""A model directory: `bert_config.json`, optional `vocab.txt` (with its settings file `vocab.settings.json` when
+the vocab has one: bert_tf/text/tokenizer_settings.py), and TF checkpoints (`ckpt-N`) whose `model` object
 is a `BertPretrainer`.
 
 `bert-convert` and `bert-pretrain` write one; `load_encoder` / `load_pretrainer`, `bert-export` and `bert-finetune`
@@ -18,6 +19,7 @@ from bert_tf.config import BertConfig
 from bert_tf.errors import InputFileNotFoundError
 from bert_tf.file_io import is_remote
 from bert_tf.modeling.pretrainer import BertPretrainer
+from bert_tf.text.tokenizer_settings import TokenizerSettings, settings_path
 
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
@@ -57,14 +59,40 @@ def vocab_path(model_dir):
     return path if tf.io.gfile.exists(path) else None
 
 
-def copy_vocab(vocab_file, model_dir):
-    """Copies `vocab_file` into `model_dir` as `vocab.txt` (nothing to do when it is that file already)."""
+def copy_vocab(vocab_file, model_dir, settings=None):
+    """Copies `vocab_file` into `model_dir` as `vocab.txt` (nothing to do when it is that file already), with its
+    tokenizer settings: `settings` (a `TokenizerSettings`) where given, else its settings file where it has one. A
+    vocab without settings leaves none (a settings file left by another vocab is removed), so readers use the
+    defaults for it as they would for the source.
+
+    >>> write_text_atomically("ram://vocabs/cased.txt", "[UNK]\\nCafé\\n")
+    >>> TokenizerSettings.of(do_lower_case=False).write_beside("ram://vocabs/cased.txt")
+    'ram://vocabs/cased.settings.json'
+    >>> copy_vocab("ram://vocabs/cased.txt", "ram://copied")
+    'ram://copied/vocab.txt'
+    >>> TokenizerSettings.read("ram://copied/vocab.txt")
+    TokenizerSettings(do_lower_case=False, strip_accents=False)
+    """
     target = os.path.join(model_dir, VOCAB_FILE)
-    if _same_path(vocab_file, target):
-        return target
-    with tf.io.gfile.GFile(vocab_file, "r") as f:
-        write_text_atomically(target, f.read())
+    settings = settings or TokenizerSettings.read(vocab_file)
+    if not _same_path(vocab_file, target):
+        with tf.io.gfile.GFile(vocab_file, "r") as f:
+            write_text_atomically(target, f.read())
+    if settings is not None:
+        settings.write_beside(target)
+    elif tf.io.gfile.exists(settings_path(target)):
+        tf.io.gfile.remove(settings_path(target))
     return target
+
+
+def tokenizer_settings(model_dir, do_lower_case=None, strip_accents=None):
+    """How text is normalized for the model of `model_dir`: its vocab's settings file, under the flags given (a
+    contradiction is an `InputError`), else the defaults (`TokenizerSettings.for_vocab`).
+
+    >>> tokenizer_settings("ram://copied")
+    TokenizerSettings(do_lower_case=False, strip_accents=False)
+    """
+    return TokenizerSettings.for_vocab(vocab_path(model_dir), do_lower_case, strip_accents)
 
 
 def latest_checkpoint(model_dir):
@@ -77,8 +105,10 @@ def latest_checkpoint(model_dir):
     return path
 
 
-def write_model_dir(model_dir, model, vocab_file=None, step=0, heads=True):
+def write_model_dir(model_dir, model, vocab_file=None, step=0, heads=True, settings=None):
     """Writes `model` (a `BertPretrainer`) with its config and vocab as a model directory; returns the checkpoint.
+    The vocab's tokenizer settings go with it (`copy_vocab`; `settings` where the source keeps them elsewhere, as
+    Hugging Face's tokenizer_config.json).
 
     `heads=False` saves the encoder only (for encoder-only sources such as HF `BertModel` files), so that
     `load_pretrainer` warns that the heads start fresh instead of silently loading random ones.
@@ -91,7 +121,7 @@ def write_model_dir(model_dir, model, vocab_file=None, step=0, heads=True):
     make_directories(model_dir)
     write_config(model_dir, model.config)
     if vocab_file:
-        copy_vocab(vocab_file, model_dir)
+        copy_vocab(vocab_file, model_dir, settings)
     saved = model if heads else tf.train.Checkpoint(encoder=model.encoder)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=saved), model_dir, max_to_keep=1)
     return manager.save(checkpoint_number=step)

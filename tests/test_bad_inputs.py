@@ -10,6 +10,7 @@ import collections
 import errno
 import json
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -23,6 +24,7 @@ from bert_tf.cli import exit_codes
 from bert_tf.errors import InputError, InputFileNotFoundError, NonFiniteLossError
 from bert_tf.model_dir import write_config, write_model_dir
 from bert_tf.text.bible import write_bible_split
+from bert_tf.text.tokenizer_settings import TokenizerSettings
 from bert_tf.text.vocab_learning import write_vocab as write_vocab_file
 from helpers import run_cli, tiny_config
 from pretraining_records import vocab_tokens, write_records, write_vocab
@@ -54,6 +56,9 @@ ROWS = {
             2, ["{out}/full", "ENOSPC"]),
         Row("output a FIFO", ["--input_file={corpus}", "--vocab_size=30", "--output_file={out}/fifo"], 2,
             ["{out}/fifo is a FIFO"]),
+        Row("flag contradicting the base vocab's settings", ["--input_file={corpus}", "--extend={cased_vocab}",
+                                                              "--do_lower_case", "--output_file={out}/vocab.txt"], 2,
+            ["--do_lower_case contradicts {cased_vocab_settings}", "drop the flag"]),
     ],
     "create_pretraining_data": [
         Row("mistyped --set field", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
@@ -89,6 +94,17 @@ ROWS = {
                                                    "--do_whole_word_mask"], 2,
             ["word_segmenter='jieba' needs the optional package jieba", "pip install 'bert_tf[chinese]'"],
             env={"PYTHONPATH": "{without_jieba}"}),
+        Row("flag contradicting the vocab's settings", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
+                                                         "--vocab_file={cased_vocab}", "--do_lower_case"], 2,
+            ["--do_lower_case contradicts {cased_vocab_settings}", "(do_lower_case=false, strip_accents=false)"]),
+        Row("vocab settings file not JSON", ["--input_file={corpus}", "--output_file={out}/train.tfrecord",
+                                             "--vocab_file={broken_settings_vocab}"], 2,
+            ["{broken_settings_vocab_settings} is not JSON", "write it again with bert-vocab"]),
+    ],
+    "create_pretraining_data_beam": [
+        Row("flag contradicting the vocab's settings", ["--input_file={corpus}", "--output_prefix={out}/train",
+                                                         "--vocab_file={cased_vocab}", "--strip_accents"], 2,
+            ["--strip_accents contradicts {cased_vocab_settings}"]),
     ],
     "inspect_data": [
         Row("corrupt record file", ["--input_file={corrupt_records}", "--vocab_file={vocab}"], 2,
@@ -206,6 +222,9 @@ ROWS = {
             ["{out}/null is a character device, not a directory"]),
         Row("output_dir a FIFO", ["--model_dir={model}", "--max_seq_length=16", "--output_dir={out}/fifo"], 2,
             ["{out}/fifo is a FIFO (named pipe), not a directory"]),
+        Row("flag contradicting the vocab's settings", ["--model_dir={cased_model}", "--max_seq_length=16",
+                                                         "--output_dir={out}/exported", "--strip_accents"], 2,
+            ["--strip_accents contradicts {cased_model}/vocab.settings.json"]),
     ],
     "evaluate": [
         Row("model_dir missing", ["--model_dir={out}/none", "--eval_input_file={records}"], 2,
@@ -255,6 +274,10 @@ ROWS = {
             ["--set='learning_rate' must be FIELD=VALUE"]),
         Row("no output directory", ["--config={finetune_recipe}"], 2,
             ["No output directory: pass --output_dir=DIR or set output_dir in the --config file"]),
+        Row("flag contradicting the vocab's settings", ["--init_checkpoint={cased_model}", "--train_file={table}",
+                                                         "--dev_file={table}", "--do_lower_case",
+                                                         "--output_dir={out}/finetuned"], 2,
+            ["--do_lower_case contradicts {cased_model}/vocab.settings.json"]),
     ],
     "convert": [
         Row("input missing", ["--from=hf", "--input={out}/none", "--output={out}/converted"], 2, ["{out}/none"]),
@@ -269,6 +292,9 @@ ROWS = {
             ["{out}/null is a character device, not a directory"]),
         Row("keras-hub output a socket", ["--to=keras_hub", "--input={model}", "--output={out}/socket"], 2,
             ["{out}/socket is a socket, not a directory"]),
+        Row("flag contradicting the vocab's settings", ["--to=hf", "--input={cased_model}", "--output={out}/hf",
+                                                         "--do_lower_case"], 2,
+            ["--do_lower_case contradicts {cased_model}/vocab.settings.json"]),
     ],
 }
 
@@ -307,6 +333,12 @@ def paths(tmp_path_factory, minilm_dir):
         line for line in (root / "recipe.yaml").read_text().splitlines() if not line.startswith("vocab_file:")))
     # A model directory (tiny config: 32 positions) and labelled tables for bert-export and bert-finetune.
     write_model_dir(str(root / "model"), BertPretrainer(tiny_config()), str(root / "vocab.txt"))
+    # A cased vocab that keeps accents (its settings file beside it), a model directory of it, and a broken file.
+    shutil.copyfile(root / "vocab.txt", root / "cased_vocab.txt")
+    TokenizerSettings.of(do_lower_case=False).write_beside(str(root / "cased_vocab.txt"))
+    write_model_dir(str(root / "cased_model"), BertPretrainer(tiny_config()), str(root / "cased_vocab.txt"))
+    shutil.copyfile(root / "vocab.txt", root / "broken_settings_vocab.txt")
+    (root / "broken_settings_vocab.settings.json").write_text('{"do_lower_case": tru')
     (root / "table.csv").write_text("text,label\nthe lord,a\njesus wept,b\n")
     (root / "latin1.csv").write_bytes("text,label\ncaf\u00e9,a\n".encode("latin-1"))
     (root / "finetune.yaml").write_text(f"init_checkpoint: {root / 'model'}\ntrain_file: {root / 'table.csv'}\n"
@@ -324,6 +356,9 @@ def paths(tmp_path_factory, minilm_dir):
         (root / "hf_short_vocab" / "vocab.txt").write_text("".join(f.readlines()[:100]))
     return {"without_jieba": root / "without_jieba",
             "dir": root / "dir", "file": root / "file", "corpus": root / "corpus.txt", "vocab": root / "vocab.txt",
+            "cased_vocab": root / "cased_vocab.txt", "cased_vocab_settings": root / "cased_vocab.settings.json",
+            "cased_model": root / "cased_model", "broken_settings_vocab": root / "broken_settings_vocab.txt",
+            "broken_settings_vocab_settings": root / "broken_settings_vocab.settings.json",
             "empty": root / "empty.txt", "vocab_without_mask": root / "vocab_without_mask.txt",
             "records": root / "records.tfrecord", "corrupt_records": root / "corrupt.tfrecord",
             "small_vocab": root / "small_vocab.txt", "recipe": root / "recipe.yaml",
@@ -378,12 +413,13 @@ phases: [{{name: seq16, num_steps: 2, max_seq_length: 16, max_predictions_per_se
 """
 
 
-# The rows of the commands that train are left out of the fast tier (`make test-fast`); the others are in it.
-TRAINING_COMMANDS = ("pretrain", "finetune")
+# The rows of the commands that train are left out of the fast tier (`make test-fast`), and those of the Beam
+# pipeline, which runs in a child process of its own (about 30 s on a loaded machine); the others are in it.
+SLOW_COMMANDS = ("pretrain", "finetune", "create_pretraining_data_beam")
 
 
 @pytest.mark.parametrize("command, row", [
-    pytest.param(command, row, marks=pytest.mark.slow if command in TRAINING_COMMANDS else ())
+    pytest.param(command, row, marks=pytest.mark.slow if command in SLOW_COMMANDS else ())
     for command, rows in ROWS.items() for row in rows],
     ids=lambda value: value.case.replace(" ", "_") if isinstance(value, Row) else value)
 def test_bad_input_ends_in_one_line(command, row, paths, tmp_path):

@@ -11,6 +11,8 @@ import pytest
 
 from bert_tf import BertPretrainer
 from bert_tf.model_dir import write_model_dir
+from bert_tf.text.tokenizer import FullTokenizer
+from bert_tf.text.tokenizer_settings import TokenizerSettings
 from helpers import run_cli, tiny_config
 
 # Round trips through transformers and keras-hub: the large tier (pytest.ini).
@@ -119,3 +121,30 @@ def test_keras_hub_export_refuses_the_exact_gelu(tmp_path):
     last = process.stderr.strip().splitlines()[-1]
     assert "keras-hub's BertBackbone always computes the tanh GELU" in last and "--to hf" in last
     assert not os.path.exists(tmp_path / "kh")
+
+
+@pytest.mark.parametrize("settings", [TokenizerSettings.of(True), TokenizerSettings.of(True, strip_accents=False)],
+                         ids=lambda settings: settings.describe())
+def test_exported_tokenizers_normalize_as_the_vocab_settings_say(tmp_path, settings):
+    """transformers' and keras-hub's tokenizers of the exported folders give our tokenizer's ids: "Café" is `cafe`
+    under the original's uncased settings (keras-hub's own HF reader kept the accent), `café` with accents kept."""
+    import keras_hub
+    import transformers
+
+    model_dir(tmp_path, "gelu_tanh", seed=4)
+    vocab = tmp_path / "model" / "vocab.txt"
+    tokens = vocab.read_text(encoding="utf-8").splitlines()[:-2] + ["cafe", "café"]
+    vocab.write_text("".join(f"{t}\n" for t in tokens), encoding="utf-8")
+    settings.write_beside(str(vocab))
+    for target in ("hf", "keras_hub"):
+        process = run_cli("convert", f"--to={target}", f"--input={tmp_path / 'model'}",
+                          f"--output={tmp_path / target}")
+        assert process.returncode == 0, process.stderr[-3000:]
+    text = "Café hello CAFÉ"
+    want = [tokens.index(token) for token in FullTokenizer(tokens, settings.do_lower_case,
+                                                           settings.strip_accents).tokenize(text)]
+    assert want[0] == tokens.index("cafe" if settings.strip_accents else "café")
+    hf = transformers.BertTokenizer.from_pretrained(str(tmp_path / "hf"))
+    assert hf(text, add_special_tokens=False)["input_ids"] == want
+    keras_hub_tokenizer = keras_hub.models.BertTokenizer.from_preset(str(tmp_path / "keras_hub"))
+    assert keras.ops.convert_to_numpy(keras_hub_tokenizer(text)).tolist() == want

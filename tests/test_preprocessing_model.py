@@ -13,8 +13,11 @@ import tensorflow as tf
 
 from bert_tf.finetuning.features import encode_texts, truncate_pair
 from bert_tf.serving import export_preprocessing
-from bert_tf.serving.preprocessing_module import BertPackInputs
+from bert_tf.serving.preprocessing_module import BertPackInputs, Tokenize
+from bert_tf.text.normalization import normalize, split_words
 from bert_tf.text.tokenizer import FullTokenizer
+from bert_tf.text.tokenizer_settings import TokenizerSettings
+from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
 pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
@@ -23,6 +26,10 @@ TRICKY = ["Café\u00a0Straße\x00s 中文 ﬁne", "a\x00b c\u200bd\ttab\r\nline"
           "Hello, World! I'm here... (really) -- yes?", "日本語テキスト and ＦＵＬＬ width", "\ufffdodd\u2028sep",
           # Words over the original's 100 characters become [UNK], however many bytes they take.
           "x" * 100 + " ok " + "y" * 101, "é" * 100 + " " + "é" * 101 + " " + "z" * 500]
+# Text in other scripts, each with marks that accent stripping drops (and Hangul, which decomposes into letters).
+LANGUAGES = ["Für Straße können MÖCHTE über", "Tiếng Việt có dấu", "パンダがいる。ビールを飲む", "हिन्दी भाषा",
+             "Мой файл и ЙОД", "한국어 텍스트", "Ελληνικά ΆΝΘΡΩΠΟΣ", "été déjà vu"]
+SETTING_PAIRS = [TokenizerSettings.of(lower, strip) for lower in (True, False) for strip in (True, False)]
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +43,8 @@ def verses(bible_csv):
 def preprocessing(tmp_path_factory, uncased_vocab):
     """Exported, then moved to another folder and the original removed: loading must not need the old paths."""
     root = tmp_path_factory.mktemp("preprocessing")
-    export_preprocessing(str(root / "first" / "1"), uncased_vocab, do_lower_case=True, seq_length=SEQ_LENGTH,
-                         max_seq_length=64)
+    export_preprocessing(str(root / "first" / "1"), uncased_vocab, TokenizerSettings.of(do_lower_case=True),
+                         seq_length=SEQ_LENGTH, max_seq_length=64)
     shutil.move(str(root / "first" / "1"), str(root / "moved"))
     shutil.rmtree(root / "first")
     return tf.saved_model.load(str(root / "moved"))
@@ -112,3 +119,24 @@ def test_vocab_without_special_tokens_is_refused(tmp_path):
     vocab.write_text("[PAD]\n[UNK]\nhello\n")
     with pytest.raises(ValueError, match=r"lacks the special token\(s\) \['\[CLS\]', '\[SEP\]', '\[MASK\]'\]"):
         export_preprocessing(str(tmp_path / "out"), str(vocab))
+
+
+@pytest.mark.parametrize("settings", SETTING_PAIRS, ids=lambda s: s.describe())
+def test_each_pair_of_settings_gives_the_python_tokenizer_ids(tmp_path, settings):
+    """Lower-casing and accent stripping, each on or off: the preprocessing model's `tokenize` (its in-graph
+    normalization, traced as the export traces it; the saved model's settings are checked by the export tests)
+    gives the ids of `FullTokenizer` with the same settings, on a vocab holding every word of the texts under this
+    pair (so a difference in case or marks shows as another id, not as [UNK] on both sides)."""
+    texts = TRICKY + LANGUAGES
+    words = sorted({word for text in texts for word in split_words(normalize(text, settings.do_lower_case,
+                                                                             settings.strip_accents))
+                    if len(word) <= 50})  # the over-long words stay [UNK] on both sides
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"{token}\n" for token in SPECIAL_TOKENS + tuple(words)), encoding="utf-8")
+    tokenize = Tokenize(tf.saved_model.Asset(str(vocab)), Vocabulary.from_file(str(vocab)), settings)
+    got = tokenize.__call__(tf.constant(texts)).merge_dims(1, 2)
+    ids, splits = FullTokenizer(str(vocab), settings.do_lower_case, settings.strip_accents).tokenize_to_ids(texts)
+    want = [ids[splits[i]:splits[i + 1]].tolist() for i in range(len(texts))]
+    assert got.to_list() == want
+    unknown = sum(row.count(1) for row in want[len(TRICKY):])
+    assert unknown == 0, unknown  # every word of the other scripts is in the vocab under its own settings

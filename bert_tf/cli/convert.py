@@ -6,10 +6,11 @@ out to HF transformers and keras-hub.
   bert-convert --to hf --input runs/demo --output hf/demo              # BertForPreTraining folder
   bert-convert --to keras_hub --input runs/demo --output keras_hub/demo  # keras-hub preset folder
 
---from writes bert_config.json, vocab.txt and ckpt-0, which `bert_tf.load_encoder` / `load_pretrainer`,
-bert-pretrain --init_checkpoint, bert-export and bert-finetune read. --to reads such a directory (from bert-convert
-or bert-pretrain). A wrong flag or input ends it with exit status 2 and one line naming the cause (see
-`bert_tf.cli.app`).
+--from writes bert_config.json, vocab.txt (and vocab.settings.json from an HF tokenizer_config.json) and ckpt-0,
+which `bert_tf.load_encoder` / `load_pretrainer`, bert-pretrain --init_checkpoint, bert-export and bert-finetune
+read. --to reads such a directory (from bert-convert or bert-pretrain), with its vocab's settings unless
+--do_lower_case / --strip_accents are given. A wrong flag or input ends it with exit status 2 and one line naming
+the cause (see `bert_tf.cli.app`).
 """
 
 import dataclasses
@@ -19,6 +20,7 @@ from bert_tf.cli import app
 from bert_tf.cli.command import Command
 from bert_tf.config_schema import Section, field_option
 from bert_tf.errors import InputError
+from bert_tf.text.tokenizer_settings import DO_LOWER_CASE_HELP, STRIP_ACCENTS_HELP
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,8 +43,9 @@ class ConvertConfig(Section):
     output: Optional[str] = field_option(None, "Where the converted directory goes (new or empty).")
     allow_vocab_mismatch: bool = field_option(False, "With --from: accept a vocab.txt whose size differs from the "
                                                      "config's vocab_size.")
-    do_lower_case: bool = field_option(True, "With --to: whether the model is uncased (written into the tokenizer "
-                                             "config).")
+    do_lower_case: Optional[bool] = field_option(None, "With --to: " + DO_LOWER_CASE_HELP + " Written into the "
+                                                       "tokenizer config.")
+    strip_accents: Optional[bool] = field_option(None, "With --to: " + STRIP_ACCENTS_HELP)
 
 
 def main(config):
@@ -58,9 +61,11 @@ def main(config):
         return
     from bert_tf.conversion.to_hf import export_hf
     from bert_tf.conversion.to_keras_hub import export_keras_hub
+    from bert_tf.model_dir import tokenizer_settings
 
+    settings = tokenizer_settings(config.input, config.do_lower_case, config.strip_accents)
     exporter = {"hf": export_hf, "keras_hub": export_keras_hub}[target]
-    print(exporter(config.input, config.output, do_lower_case=config.do_lower_case), flush=True)
+    print(exporter(config.input, config.output, settings=settings), flush=True)
 
 
 COMMAND = Command(ConvertConfig, main, required=("input", "output"))

@@ -23,11 +23,10 @@ from bert_tf.cli.exit_codes import EXIT_OK, EXIT_PREEMPTED
 from bert_tf.config_schema import Section, field_option
 from bert_tf.instances.options import HOW_GROUP, InstanceOptions
 from bert_tf.text.corpus_spec import Corpus
+from bert_tf.text.tokenizer_settings import DO_LOWER_CASE_HELP, STRIP_ACCENTS_HELP, TokenizerSettings
 
 TEXT_IN_RECORDS_OUT = "text in, records out"
 VOCAB_FILE_HELP = "The vocabulary file that the BERT model was trained on."
-DO_LOWER_CASE_HELP = ("Whether to lower case the input text. Should be True for uncased models and False for cased "
-                      "models.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +43,8 @@ class CreatePretrainingDataConfig(Section):
     HELP_GROUP = TEXT_IN_RECORDS_OUT
     corpus: Corpus = Corpus()
     vocab_file: Optional[str] = field_option(None, VOCAB_FILE_HELP)
-    do_lower_case: bool = field_option(True, DO_LOWER_CASE_HELP)
+    do_lower_case: Optional[bool] = field_option(None, DO_LOWER_CASE_HELP)
+    strip_accents: Optional[bool] = field_option(None, STRIP_ACCENTS_HELP)
     output_file: Optional[str] = field_option(None, "Output TF example file (or comma-separated list of files, or "
                                                     "PATH@N for N shards).")
     instances: InstanceOptions = InstanceOptions()
@@ -73,7 +73,8 @@ def main(config):
     if config.corpus.files:
         check_outputs_spare_inputs(output_files, expand_file_patterns(config.corpus.files), "an input corpus file")
     check_outputs_spare_inputs(output_files, [config.vocab_file], "the vocab file")
-    tokenizer = FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+    settings = TokenizerSettings.for_vocab(config.vocab_file, config.do_lower_case, config.strip_accents)
+    tokenizer = FullTokenizer(config.vocab_file, settings.do_lower_case, settings.strip_accents)
     counts = CorpusCounts()
     documents = config.corpus.read(counts)
     # SIGTERM (preemption): finish the shard being written, complete the files, exit 143.

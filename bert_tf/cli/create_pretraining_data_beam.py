@@ -18,11 +18,12 @@ from typing import Optional
 
 from bert_tf.cli import app
 from bert_tf.cli.command import Command
-from bert_tf.cli.create_pretraining_data import DO_LOWER_CASE_HELP, TEXT_IN_RECORDS_OUT, VOCAB_FILE_HELP
+from bert_tf.cli.create_pretraining_data import TEXT_IN_RECORDS_OUT, VOCAB_FILE_HELP
 from bert_tf.cli.quiet_tensorflow import others_output_hidden
 from bert_tf.config_schema import Section, field_option
 from bert_tf.instances.options import InstanceOptions
 from bert_tf.text.corpus_spec import FileCorpus
+from bert_tf.text.tokenizer_settings import DO_LOWER_CASE_HELP, STRIP_ACCENTS_HELP, TokenizerSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +40,8 @@ class BeamPipelineConfig(Section):
     UNKNOWN_FLAGS_FIELD = "pipeline_args"
     corpus: FileCorpus = FileCorpus()
     vocab_file: Optional[str] = field_option(None, VOCAB_FILE_HELP)
-    do_lower_case: bool = field_option(True, DO_LOWER_CASE_HELP)
+    do_lower_case: Optional[bool] = field_option(None, DO_LOWER_CASE_HELP)
+    strip_accents: Optional[bool] = field_option(None, STRIP_ACCENTS_HELP)
     output_prefix: Optional[str] = field_option(None, "Output files are PREFIX-SSSSS-of-NNNNN.")
     num_output_files: int = field_option(0, "Output files (0: the runner decides).")
     instances: InstanceOptions = InstanceOptions()
@@ -58,6 +60,7 @@ def main(config):
     Vocabulary.from_file(config.vocab_file).require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
     from bert_tf.instances.statistics import unknown_line
 
+    settings = TokenizerSettings.for_vocab(config.vocab_file, config.do_lower_case, config.strip_accents)
     with others_output_hidden():
         import apache_beam as beam
         from apache_beam.metrics.metric import MetricsFilter
@@ -68,7 +71,7 @@ def main(config):
         pipeline = beam.Pipeline(options=PipelineOptions(list(config.pipeline_args)))
         build_pipeline(pipeline, config.corpus.input_file, config.output_prefix, config.vocab_file,
                        config.instances, input_format=config.corpus.input_format,
-                       do_lower_case=config.do_lower_case, num_output_files=config.num_output_files)
+                       settings=settings, num_output_files=config.num_output_files)
         result = pipeline.run()
         result.wait_until_finish()
         counters = {counter.key.metric.name: counter.committed for counter in

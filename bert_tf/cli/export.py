@@ -9,8 +9,9 @@
          exported/token_classifier/1  (a BertTokenClassifier) ids -> per-token probabilities, label_ids
          exported/span_qa/1           (a BertSpanQA) ids -> start_logits, end_logits
 
---model_dir is a directory written by bert-convert or bert-pretrain. A wrong flag or input ends it with exit
-status 2 and one line naming the cause (see `bert_tf.cli.app`).
+--model_dir is a directory written by bert-convert or bert-pretrain; the SavedModels normalize text as its vocab's
+settings file says (vocab.settings.json), unless --do_lower_case / --strip_accents are given. A wrong flag or input
+ends it with exit status 2 and one line naming the cause (see `bert_tf.cli.app`).
 """
 
 import dataclasses
@@ -21,6 +22,7 @@ from bert_tf.cli import app
 from bert_tf.cli.command import Command
 from bert_tf.config_schema import Section, field_option
 from bert_tf.errors import InputError, InputFileNotFoundError
+from bert_tf.text.tokenizer_settings import DO_LOWER_CASE_HELP, STRIP_ACCENTS_HELP
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +44,8 @@ class ExportConfig(Section):
                                                     "line (default: labels.txt next to the .keras file).")
     output_dir: Optional[str] = field_option(None, "Where the SavedModels go, each as <output_dir>/<name>/<version>.")
     vocab_file: Optional[str] = field_option(None, "The model's vocab (default: vocab.txt in --model_dir).")
-    do_lower_case: bool = field_option(True, "Whether the model is uncased (the original flag).")
+    do_lower_case: Optional[bool] = field_option(None, DO_LOWER_CASE_HELP)
+    strip_accents: Optional[bool] = field_option(None, STRIP_ACCENTS_HELP)
     max_seq_length: int = field_option(128, "Length the preprocessing model's signatures pack text to.")
     version: int = field_option(1, "Version folder number (TF Serving serves the highest).")
 
@@ -83,7 +86,9 @@ def export_keras_model(path, labels_file, output_dir, version):
 
 
 def main(config):
+    from bert_tf.model_dir import vocab_path
     from bert_tf.serving import export_model_dir
+    from bert_tf.text.tokenizer_settings import TokenizerSettings
 
     if bool(config.model_dir) == bool(config.keras_model):
         raise InputError("Pass exactly one of --model_dir (a checkpoint directory) and --keras_model "
@@ -91,7 +96,9 @@ def main(config):
     if config.keras_model:
         paths = export_keras_model(config.keras_model, config.labels_file, config.output_dir, config.version)
     else:
-        paths = export_model_dir(config.model_dir, config.output_dir, config.vocab_file, config.do_lower_case,
+        settings = TokenizerSettings.for_vocab(config.vocab_file or vocab_path(config.model_dir),
+                                               config.do_lower_case, config.strip_accents)
+        paths = export_model_dir(config.model_dir, config.output_dir, config.vocab_file, settings,
                                  config.max_seq_length, config.version)
     for name, path in paths.items():
         print(f"{name}: {path}", flush=True)

@@ -18,8 +18,6 @@ YAML file given as `--config=FILE`, or `--set FIELD=VALUE`; flags on the command
 
 import sys
 
-from absl import logging
-
 from bert_tf.cli import app
 from bert_tf.cli.command import Command
 from bert_tf.errors import InputError, InputFileNotFoundError
@@ -38,27 +36,29 @@ def load_data(recipe):
 
 
 def load_encoder(recipe):
-    """The encoder, its vocab and casing, from the recipe's init_checkpoint or init_saved_model."""
+    """The encoder, its vocab and tokenizer settings, from the recipe's init_checkpoint or init_saved_model: the
+    settings the vocab (--vocab_file's, the checkpoint directory's) or the SavedModel carries, under the recipe's
+    flags; a flag that contradicts them is refused."""
     from bert_tf.model_dir import load_encoder as load_checkpoint_encoder
     from bert_tf.model_dir import vocab_path
     from bert_tf.serving import load_encoder_from_saved_model
+    from bert_tf.serving.settings_variables import saved_settings
+    from bert_tf.text.tokenizer_settings import TokenizerSettings, settings_path
 
-    do_lower_case = recipe.do_lower_case
     if recipe.init_saved_model:
-        encoder, vocab_file, saved_lower_case = load_encoder_from_saved_model(recipe.init_saved_model)
-        if do_lower_case is None:
-            do_lower_case = saved_lower_case
-        elif do_lower_case != saved_lower_case:
-            logging.warning("do_lower_case=%s differs from the SavedModel's do_lower_case=%s; using the recipe's.",
-                            do_lower_case, saved_lower_case)
+        encoder, vocab_file, _ = load_encoder_from_saved_model(recipe.init_saved_model)
+        saved = saved_settings(recipe.init_saved_model)
+        where = f"the do_lower_case and strip_accents variables of {recipe.init_saved_model}"
     else:
         encoder = load_checkpoint_encoder(recipe.init_checkpoint)
         vocab_file = vocab_path(recipe.init_checkpoint)
-        do_lower_case = True if do_lower_case is None else do_lower_case
+        saved, where = vocab_file and TokenizerSettings.read(vocab_file), vocab_file and settings_path(vocab_file)
+    if recipe.vocab_file and TokenizerSettings.read(recipe.vocab_file):
+        saved, where = TokenizerSettings.read(recipe.vocab_file), settings_path(recipe.vocab_file)
     vocab_file = recipe.vocab_file or vocab_file
     if vocab_file is None:
         raise InputFileNotFoundError(f"{recipe.init_checkpoint} holds no vocab.txt: pass --vocab_file.")
-    return encoder, vocab_file, do_lower_case
+    return encoder, vocab_file, TokenizerSettings.resolve(saved, where, recipe.do_lower_case, recipe.strip_accents)
 
 
 def check(recipe):
@@ -75,8 +75,8 @@ def main(recipe):
     check_output_dir(recipe.output_dir)
     keras.utils.set_random_seed(recipe.seed)
     train, dev = load_data(recipe)
-    encoder, vocab_file, do_lower_case = load_encoder(recipe)
-    tokenizer = FullTokenizer(vocab_file, do_lower_case)
+    encoder, vocab_file, settings = load_encoder(recipe)
+    tokenizer = FullTokenizer(vocab_file, settings.do_lower_case, settings.strip_accents)
     if tokenizer.vocab_size != encoder.config.vocab_size:
         raise InputError(f"vocab_file {vocab_file} does not match the model's vocab_size="
                          f"{encoder.config.vocab_size}: pass the vocab the model was trained with.")

@@ -13,6 +13,12 @@ pieces saved) are written into the base's [unused*] rows, after the first --keep
 stays as it was and the size stays, unless --max_new_tokens (new tokens in all) asks for more than the free rows,
 which appends the rest. Only whole words are added, never "##" continuations. See
 bert_tf/text/vocab_extension.py for the rule.
+
+Beside the vocab it writes the settings its text was normalized with (vocab.txt -> vocab.settings.json:
+`do_lower_case`, `strip_accents`; bert_tf/text/tokenizer_settings.py), which every command reading the vocab
+follows. Lower-cased without --strip_accents or --nostrip_accents, accents are stripped only where that changes at
+most 0.1% of the text's words (bert_tf/text/accent_choice.py), and the choice is printed. With --extend the base
+vocab's settings carry over.
 """
 
 import dataclasses
@@ -41,7 +47,11 @@ class VocabConfig(Section):
     corpus: LocalCorpus = LocalCorpus()
     vocab_size: int = field_option(30522, "Target vocab size, special tokens included (the learner may return up to "
                                           "5% fewer). Not used with --extend.")
-    do_lower_case: bool = field_option(True, "Lower-case and strip accents first (an uncased vocab).")
+    do_lower_case: Optional[bool] = field_option(None, "Lower-case the text first (an uncased vocab). Default: "
+                                                       "true; with --extend, the base vocab's settings.")
+    strip_accents: Optional[bool] = field_option(None, "Strip accents first (ü -> u, が -> か). Default: only where "
+                                                       "that changes at most 0.1% of the text's words, if lower-"
+                                                       "casing; with --extend, the base vocab's settings.")
     output_file: Optional[str] = field_option(None, "Where to write the vocab, one token per line.")
     extend: Optional[str] = field_option(None, "A released vocab (BASE_VOCAB) to extend with the input's words "
                                                "instead of learning one: they fill its [unused*] rows; every other "
@@ -83,11 +93,16 @@ def main(config):
     held_out = []
     if not config.heldout_file:
         sentences = hold_out(sentences, held_out)
-    normalize_text = functools.partial(normalize, do_lower_case=config.do_lower_case)
+    settings = learning_settings(config)
+    normalize_text = functools.partial(normalize, do_lower_case=settings.do_lower_case,
+                                       strip_accents=settings.strip_accents)
     learned = learn_vocab(sentences, config.vocab_size, normalize_text)
     write_vocab(learned.tokens, config.output_file)
+    written = settings.write_beside(config.output_file)
     print(f"wrote {len(learned.tokens)} tokens to {config.output_file} (learned from {counts.lines} lines of "
           f"{counts.files} input(s); {counts.undecodable_lines} with undecodable bytes)", flush=True)
+    if written:
+        print(f"wrote its settings ({settings.describe()}) to {written}", flush=True)
     print(learned.alphabet_line(), flush=True)
     if config.heldout_file:
         held_out, label = heldout_sentences(config), f"held-out text {config.heldout_file}"
@@ -104,6 +119,21 @@ def main(config):
         print(f"{COMMAND.program}: warning: {warning}", file=sys.stderr, flush=True)
 
 
+def learning_settings(config):
+    """The settings to learn with: the flags given; else lower-cased, and accents stripped where that changes
+    almost no word of the text (one pass over it first, whose choice and reason are printed)."""
+    from bert_tf.text.accent_choice import choose_strip_accents
+    from bert_tf.text.corpus import CorpusCounts
+    from bert_tf.text.tokenizer_settings import TokenizerSettings
+
+    do_lower_case = True if config.do_lower_case is None else config.do_lower_case
+    if config.strip_accents is not None or not do_lower_case:
+        return TokenizerSettings.of(do_lower_case, config.strip_accents)
+    choice = choose_strip_accents(s for d in config.corpus.read(CorpusCounts()) for s in d)
+    print(f"accents: {choice.reason()}", flush=True)
+    return TokenizerSettings.of(do_lower_case, choice.strip_accents)
+
+
 def heldout_sentences(config):
     """The sentences of --heldout_file, read in the --input_format's format (the Bible's as sentences)."""
     from bert_tf.text.corpus import CorpusCounts, read_documents
@@ -116,16 +146,19 @@ def extend(config, sentences, counts):
     """Extends --extend's vocab with the input's words, writes it and prints what changed."""
     from bert_tf.errors import InputError
     from bert_tf.text.tokenizer import FullTokenizer
+    from bert_tf.text.tokenizer_settings import TokenizerSettings
     from bert_tf.text.vocab_learning import write_vocab
     from bert_tf.text.vocabulary import Vocabulary
 
     base = Vocabulary.from_file(config.extend)
-    words = vocab_extension.count_words(sentences, config.do_lower_case)
+    settings = TokenizerSettings.for_vocab(config.extend, config.do_lower_case, config.strip_accents)
+    words = vocab_extension.count_words(sentences, settings.do_lower_case, settings.strip_accents)
     if not words:
         raise InputError("The text to mine words from is empty: pass UTF-8 text files with --input_file.")
     extension = vocab_extension.extend_vocab(base, words, config.keep_unused, config.max_new_tokens,
                                              config.min_frequency)
     write_vocab(extension.tokens, config.output_file)
+    settings.write_beside(config.output_file)
     appended = sum(token.appended for token in extension.added)
     print(f"wrote {len(extension.tokens)} tokens to {config.output_file}: {base.source} ({base.size} tokens) with "
           f"{len(extension.added)} words of the input ({counts.lines} lines, {len(words)} distinct words) added, "
@@ -143,7 +176,8 @@ def extend(config, sentences, counts):
     print(f"added tokens the tokenizer emits on the input: {len(extension.added) - len(silent)} of "
           f"{len(extension.added)}" + (f" (not emitted: {silent})" if silent else ""))
     if config.heldout_file:
-        heldout = vocab_extension.count_words(heldout_sentences(config), config.do_lower_case)
+        heldout = vocab_extension.count_words(heldout_sentences(config), settings.do_lower_case,
+                                              settings.strip_accents)
         label = f"held-out text {config.heldout_file}"
     else:
         heldout, label = words, "the input itself (pass --heldout_file for held-out text)"

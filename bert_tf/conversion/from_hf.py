@@ -18,6 +18,7 @@ from bert_tf.config import BertConfig
 from bert_tf.conversion import hf_names, rename_table
 from bert_tf.errors import InputError, InputFileNotFoundError
 from bert_tf.modeling.pretrainer import BertPretrainer
+from bert_tf.text.tokenizer_settings import TokenizerSettings, json_object
 
 WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"
@@ -51,6 +52,22 @@ def read_hf_config(path):
                          f"{', '.join(hf_names.ACTIVATIONS)}.")
     fields = {k: values[k] for k in hf_names.CONFIG_FIELDS if k in values}
     return BertConfig(hidden_act=hf_names.ACTIVATIONS[act], **fields)
+
+
+def read_hf_tokenizer_settings(input_dir):
+    """The tokenizer settings of an HF model directory's `tokenizer_config.json` (`do_lower_case`, default true;
+    `strip_accents`, default: as `do_lower_case`, as HF's `BertTokenizer` reads them), or None without one.
+
+    Example:
+    >>> read_hf_tokenizer_settings("all-MiniLM-L6-v2")  # doctest: +SKIP
+    TokenizerSettings(do_lower_case=True, strip_accents=True)
+    """
+    path = os.path.join(input_dir, hf_names.TOKENIZER_CONFIG)
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        values = json_object(f.read(), path, "pass an HF model directory whose tokenizer config loads")
+    return TokenizerSettings.from_mapping(values, path)
 
 
 def weight_files(input_dir):
@@ -147,7 +164,8 @@ def convert_hf(input_dir, output_dir, allow_vocab_mismatch=False):
                                         ", ".join(files), optional=hf_names.OPTIONAL)
     heads = any(name in names for name, _, _ in hf_names.HEADS)
     vocab_file = rename_table.optional_file(input_dir, "vocab.txt")
+    settings = read_hf_tokenizer_settings(input_dir) if vocab_file else None
     path = rename_table.write(output_dir, model, vocab_file, config_file, heads=heads,
-                              allow_vocab_mismatch=allow_vocab_mismatch)
+                              allow_vocab_mismatch=allow_vocab_mismatch, settings=settings)
     return rename_table.Conversion(source=", ".join(files), checkpoint=path, config=config, converted=len(names),
                                  ignored=len(ignored), fresh=fresh, vocab_file=vocab_file)

@@ -81,3 +81,6 @@ ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "ge
 CONFIG_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
                  "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
                  "initializer_range", "layer_norm_eps")
+
+# The file beside HF's vocab.txt that holds its tokenizer's settings (`do_lower_case`, `strip_accents`).
+TOKENIZER_CONFIG = "tokenizer_config.json"

@@ -107,7 +107,7 @@ def check_output_dir(output_dir):
         raise OutputExistsError(f"{output_dir} already holds a checkpoint: pass a new --output directory.")
 
 
-def write(output_dir, model, vocab_file, config_source, heads=True, allow_vocab_mismatch=False):
+def write(output_dir, model, vocab_file, config_source, heads=True, allow_vocab_mismatch=False, settings=None):
     """Writes the converted model with its config and vocab; returns the checkpoint path.
 
     A vocab whose size differs from the config's vocab_size is refused (ids past the vocab would never be produced,
@@ -124,7 +124,7 @@ def write(output_dir, model, vocab_file, config_source, heads=True, allow_vocab_
                 raise InputError(f"{message}: pass the vocab that belongs to this checkpoint, or "
                                  f"--allow_vocab_mismatch if the difference is intended (e.g. unused rows).")
             logging.warning("%s (allowed by --allow_vocab_mismatch).", message)
-    return model_dir_lib.write_model_dir(output_dir, model, vocab_file, step=0, heads=heads)
+    return model_dir_lib.write_model_dir(output_dir, model, vocab_file, step=0, heads=heads, settings=settings)
 
 
 def optional_file(directory, name):

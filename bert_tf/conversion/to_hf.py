@@ -13,14 +13,14 @@ from safetensors.numpy import save_file
 from bert_tf.atomic_output import check_output_directory, directory_written_atomically
 from bert_tf.conversion import hf_names
 from bert_tf.errors import InputError
-from bert_tf.model_dir import load_pretrainer, read_config, vocab_path
+from bert_tf.model_dir import load_pretrainer, read_config, tokenizer_settings, vocab_path
 
 # BertConfig.hidden_act -> HF `hidden_act`. HF's "gelu" is the exact erf form; "gelu_new" is the original's tanh
 # approximation, written as the original writes it.
 HF_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "tanh": "tanh", "linear": "linear"}
 
 
-def hf_config(config, do_lower_case):
+def hf_config(config, settings):
     """The HF `config.json` values of a `BertConfig`; options HF's BERT cannot express are refused."""
     if config.pre_layer_norm:
         raise InputError("The model uses pre_layer_norm=True, which HF's BERT cannot express (its blocks are post-LN "
@@ -31,7 +31,7 @@ def hf_config(config, do_lower_case):
     fields = {name: getattr(config, name) for name in hf_names.CONFIG_FIELDS}
     return {"architectures": ["BertForPreTraining"], "model_type": "bert", **fields,
             "hidden_act": HF_ACTIVATIONS[config.hidden_act], "position_embedding_type": "absolute",
-            "pad_token_id": 0, "tie_word_embeddings": True, "do_lower_case": bool(do_lower_case)}
+            "pad_token_id": 0, "tie_word_embeddings": True, "do_lower_case": settings.do_lower_case}
 
 
 def hf_weights(pretrainer):
@@ -47,10 +47,12 @@ def hf_weights(pretrainer):
     return weights
 
 
-def export_hf(model_dir, output_dir, do_lower_case=True):
+def export_hf(model_dir, output_dir, settings=None):
     """Writes an HF `BertForPreTraining` folder from a model directory (written by `bert-convert` or
     `bert-pretrain`): `config.json` (hidden_act "gelu_new" for the original's tanh GELU, "gelu" for the exact
-    one), `model.safetensors` (the encoder and both pre-training heads), `vocab.txt` and `tokenizer_config.json`.
+    one), `model.safetensors` (the encoder and both pre-training heads), `vocab.txt` and `tokenizer_config.json`
+    with the tokenizer `settings` (`do_lower_case`, `strip_accents`; default: the model directory's own,
+    `model_dir.tokenizer_settings`).
 
     Example:
     >>> export_hf("converted/minilm", "hf/minilm")  # doctest: +SKIP
@@ -58,7 +60,8 @@ def export_hf(model_dir, output_dir, do_lower_case=True):
     >>> transformers.BertForPreTraining.from_pretrained("hf/minilm")  # doctest: +SKIP
     """
     config = read_config(model_dir)
-    values = hf_config(config, do_lower_case)
+    settings = settings or tokenizer_settings(model_dir)
+    values = hf_config(config, settings)
     check_output_directory(output_dir)
     if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
         raise InputError(f"--output {output_dir} is not empty: pass a new directory.")
@@ -70,7 +73,8 @@ def export_hf(model_dir, output_dir, do_lower_case=True):
         vocab = vocab_path(model_dir)
         if vocab:
             shutil.copyfile(vocab, os.path.join(partial, "vocab.txt"))
-            with open(os.path.join(partial, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-                json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": bool(do_lower_case),
+            with open(os.path.join(partial, hf_names.TOKENIZER_CONFIG), "w", encoding="utf-8") as f:
+                json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": settings.do_lower_case,
+                           "strip_accents": settings.strip_accents,
                            "model_max_length": config.max_position_embeddings}, f, indent=2)
     return output_dir

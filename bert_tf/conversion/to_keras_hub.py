@@ -14,7 +14,7 @@ import tensorflow as tf
 from bert_tf.atomic_output import check_output_directory, directory_written_atomically
 from bert_tf.conversion.to_hf import export_hf
 from bert_tf.errors import InputError
-from bert_tf.model_dir import read_config, vocab_path
+from bert_tf.model_dir import read_config, tokenizer_settings, vocab_path
 
 KERAS_HUB_LAYER_NORM_EPS = 1e-12
 
@@ -31,10 +31,12 @@ def check_expressible(config):
                          f"1e-12: export it with --to hf instead.")
 
 
-def export_keras_hub(model_dir, output_dir, do_lower_case=True):
+def export_keras_hub(model_dir, output_dir, settings=None):
     """Writes a keras-hub preset folder (backbone config and weights, tokenizer and its vocabulary) from a model
     directory whose model keras-hub can express (`check_expressible`); the pre-training heads are not part of
-    a keras-hub backbone.
+    a keras-hub backbone. The tokenizer lower-cases and strips accents as the `TokenizerSettings` `settings` say
+    (default: the model directory's, `model_dir.tokenizer_settings`); keras-hub's own HF reader would set its
+    `lowercase` only, so an uncased model's tokenizer would keep the accents its vocab has none of.
 
     Example:
     >>> export_keras_hub("runs/demo", "keras_hub/demo")  # doctest: +SKIP
@@ -44,6 +46,7 @@ def export_keras_hub(model_dir, output_dir, do_lower_case=True):
     import keras_hub
 
     check_expressible(read_config(model_dir))
+    settings = settings or tokenizer_settings(model_dir)
     if vocab_path(model_dir) is None:
         raise InputError(f"{model_dir} holds no vocab.txt, which a keras-hub preset needs for its tokenizer: copy the "
                          f"model's vocab there as vocab.txt.")
@@ -51,9 +54,10 @@ def export_keras_hub(model_dir, output_dir, do_lower_case=True):
     if tf.io.gfile.exists(output_dir) and tf.io.gfile.listdir(output_dir):
         raise InputError(f"--output {output_dir} is not empty: pass a new directory.")
     with tempfile.TemporaryDirectory() as scratch:
-        hf_dir = export_hf(model_dir, os.path.join(scratch, "hf"), do_lower_case)
+        hf_dir = export_hf(model_dir, os.path.join(scratch, "hf"), settings)
         backbone = keras_hub.models.BertBackbone.from_preset(hf_dir)
-        tokenizer = keras_hub.models.BertTokenizer.from_preset(hf_dir)
+        tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab_path(model_dir), lowercase=settings.do_lower_case,
+                                                   strip_accents=settings.strip_accents)
         with directory_written_atomically(output_dir) as partial:  # replaces an empty output_dir
             backbone.save_to_preset(partial)
             tokenizer.save_to_preset(partial)

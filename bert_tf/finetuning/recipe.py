@@ -43,8 +43,12 @@ e.g. 2e-5 to 5e-5 (note the minus sign in the exponent).
                                                          "bert-export (its encoder/<version> folder).", group=MODEL)
     vocab_file: Optional[str] = field_option(None, "The model's vocab (default: the one in the checkpoint dir / "
                                                    "SavedModel).", group=MODEL)
-    do_lower_case: Optional[bool] = field_option(None, "Whether the model is uncased (default: the SavedModel's own "
-                                                       "setting with --init_saved_model, else true).", group=MODEL)
+    do_lower_case: Optional[bool] = field_option(None, "Lower-case the text (an uncased model); without "
+                                                       "--strip_accents it also strips accents, as the original flag "
+                                                       "does. Default: the model's own settings (the vocab's settings "
+                                                       "file, or the SavedModel's variables), else true.", group=MODEL)
+    strip_accents: Optional[bool] = field_option(None, "Strip accents (ü -> u, が -> か). Default: the model's own "
+                                                       "settings, else as --do_lower_case.", group=MODEL)
     train_file: Optional[str] = field_option(None, "Training examples: a TSV (.tsv/.txt) or CSV (.csv) file with a "
                                                    "header row.", group=EXAMPLES)
     dev_file: Optional[str] = field_option(None, "Dev examples, same format; evaluated after every epoch.",

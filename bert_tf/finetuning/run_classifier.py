@@ -180,7 +180,7 @@ def finetune_classifier(recipe, encoder, tokenizer, train, dev, *, vocab_file=No
              CLASSIFIER: export_classifier(model, version_dir(output_dir, CLASSIFIER, recipe.version), label_names)}
     if vocab_file:
         paths[PREPROCESSING] = export_preprocessing(
-            version_dir(output_dir, PREPROCESSING, recipe.version), vocab_file, tokenizer.do_lower_case, max_seq_length,
+            version_dir(output_dir, PREPROCESSING, recipe.version), vocab_file, tokenizer.settings, max_seq_length,
             encoder.config.max_position_embeddings)
     result = FinetuningResult(evaluation.history, evaluation.best_epoch, evaluation.best_accuracy, majority, paths)
     write_text_atomically(os.path.join(output_dir, RESULTS_FILE), json.dumps(dataclasses.asdict(result), indent=2))

@@ -25,6 +25,7 @@ from bert_tf.instances.pipeline import shard_documents
 from bert_tf.instances.shard import TokenizedShard, process_shard
 from bert_tf.text.corpus import INPUT_FORMATS, CorpusCounts, read_sentence_documents, read_text_documents
 from bert_tf.text.file_patterns import expand_file_patterns
+from bert_tf.text.tokenizer_settings import TokenizerSettings
 from bert_tf.text.vocabulary import SPECIAL_TOKENS
 from bert_tf.text.word_segmenter import WordSegmenter
 
@@ -52,14 +53,14 @@ class ReadShards(beam.DoFn):
 class ShardToRecords(beam.DoFn):
     """(shard index, documents) -> serialized tf.train.Example records, through the local pipeline's code."""
 
-    def __init__(self, vocab_file, do_lower_case, options):
+    def __init__(self, vocab_file, settings, options):
         self.vocab_file = vocab_file
-        self.do_lower_case = do_lower_case
+        self.settings = settings
         self.options = options
 
     def setup(self):
         from bert_tf.text.tokenizer import FullTokenizer  # TensorFlow is imported on the workers only
-        self.tokenizer = FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
+        self.tokenizer = FullTokenizer(self.vocab_file, self.settings.do_lower_case, self.settings.strip_accents)
         self.vocab = self.tokenizer.vocabulary.require(SPECIAL_TOKENS, "pre-training data", pad_first=True)
         # The workers need the segmenter's extra too (e.g. Dataflow's --extra_package or a requirements file).
         self.segmenter = WordSegmenter(self.options.word_segmenter) if self.options.word_segmenter else None
@@ -80,9 +81,11 @@ class ShardToRecords(beam.DoFn):
 
 
 def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, input_format="sentences",
-                   do_lower_case=True, num_output_files=0):
+                   settings=None, num_output_files=0):
     """Adds the read -> shard -> instances -> TFRecord steps to `pipeline`; returns the write step's result. The
-    `InstanceOptions` `options` also give the shard size, the records' feature names and their compression.
+    `InstanceOptions` `options` also give the shard size, the records' feature names and their compression;
+    `settings` (a `TokenizerSettings`) how the text is normalized (default: the vocab's settings file's, else the
+    original's uncased normalization).
 
     Example:
     >>> with beam.Pipeline() as pipeline:  # doctest: +SKIP
@@ -93,6 +96,7 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
     files = expand_file_patterns(input_file)
     if options.word_segmenter:
         WordSegmenter(options.word_segmenter)  # refused here, before any worker starts, when it is not installed
+    settings = settings or TokenizerSettings.for_vocab(vocab_file)
     types = beam.io.filesystem.CompressionTypes
     compression = types.GZIP if options.gzip else types.UNCOMPRESSED
     return (pipeline
@@ -100,6 +104,6 @@ def build_pipeline(pipeline, input_file, output_prefix, vocab_file, options, *, 
             | "ReadShards" >> beam.ParDo(ReadShards(input_format, options.shard_size_mb))
             # Shards are independent units of work: spread them over the workers.
             | "Spread" >> beam.Reshuffle()
-            | "Instances" >> beam.ParDo(ShardToRecords(vocab_file, do_lower_case, options))
+            | "Instances" >> beam.ParDo(ShardToRecords(vocab_file, settings, options))
             | "Write" >> beam.io.WriteToTFRecord(output_prefix, num_shards=num_output_files,
                                                  compression_type=compression))

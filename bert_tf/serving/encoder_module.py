@@ -9,6 +9,7 @@ from bert_tf.modeling.pretrainer import PRETRAINER_INPUTS
 from bert_tf.serving.input_checks import checked_inputs, id_specs
 from bert_tf.serving.reusable_module import ReusableModule
 from bert_tf.serving.serving_module import ServingModule, graph_function
+from bert_tf.serving.settings_variables import settings_variables
 
 # `default` is the text-embedding API's name for the pooled output (what `hub.KerasLayer(encoder)` users read).
 SERVING_OUTPUTS = ("default", "pooled_output", "sequence_output")
@@ -42,7 +43,8 @@ class EncoderModule(ReusableModule, ServingModule):
     - signatures `serving_default` (the three ids -> `default`, `pooled_output`, `sequence_output`) and, with
       `mlm_signature`, `mlm` (the three ids and `masked_lm_positions` -> `mlm_logits`); core TensorFlow ops only.
       Signatures take int32 ids; `__call__` and `mlm` take int32 or int64 (cast to int32).
-    - `vocab_file` and `bert_config_file` assets, `do_lower_case` (a bool variable), as TF Hub BERT models have.
+    - `vocab_file` and `bert_config_file` assets, `do_lower_case` (a bool variable), as TF Hub BERT models have,
+      and `strip_accents` beside it (bert_tf/serving/settings_variables.py).
 
     Every entry point checks its inputs first (`checked_inputs`).
 
@@ -50,16 +52,17 @@ class EncoderModule(ReusableModule, ServingModule):
         encoder: a `BertEncoder`.
         vocab_file: the vocab of the model, saved as an asset.
         config_file: its `bert_config.json`, saved as an asset (so the encoder can be rebuilt natively).
-        do_lower_case: whether the vocab is uncased.
+        settings: the vocab's `TokenizerSettings` (lower-casing, accent stripping).
         masked_lm: the pre-trainer's `MaskedLMHead`, for `mlm` (None: no `mlm`).
         mlm_signature: also serve the head as the signature `mlm` (TF Serving's way to call it).
 
     Example:
-    >>> module = EncoderModule(pretrainer.encoder, "vocab.txt", "bert_config.json", True)  # doctest: +SKIP
+    >>> module = EncoderModule(pretrainer.encoder, "vocab.txt", "bert_config.json",
+    ...                        TokenizerSettings.for_vocab("vocab.txt"))  # doctest: +SKIP
     >>> tf.saved_model.save(module, "encoder/1", signatures=module.signature_functions())  # doctest: +SKIP
     """
 
-    def __init__(self, encoder, vocab_file, config_file, do_lower_case, masked_lm=None, mlm_signature=False):
+    def __init__(self, encoder, vocab_file, config_file, settings, masked_lm=None, mlm_signature=False):
         config = encoder.config
 
         def encode(inputs, training):
@@ -82,7 +85,7 @@ class EncoderModule(ReusableModule, ServingModule):
                          plain_variables(encoder.trainable_variables))
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.bert_config_file = tf.saved_model.Asset(config_file)
-        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        self.do_lower_case, self.strip_accents = settings_variables(settings)
         self.serve = graph_function(lambda inputs: serving_outputs(inputs, False), input_signature=[specs])
         self.train = graph_function(lambda inputs: serving_outputs(inputs, True), input_signature=[specs])
 

@@ -14,6 +14,8 @@ from bert_tf.serving.classifier_module import ClassifierModule
 from bert_tf.serving.encoder_module import EncoderModule
 from bert_tf.serving.input_checks import check_seq_length
 from bert_tf.serving.span_qa_module import SpanQAModule
+from bert_tf.text.normalization import loses_mark
+from bert_tf.text.tokenizer_settings import TokenizerSettings
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary, read_vocab_file
 
 ENCODER, ENCODER_MLM, PREPROCESSING = "encoder", "encoder_mlm", "preprocessing"
@@ -48,9 +50,10 @@ def _save(module, export_dir):
     return export_dir
 
 
-def export_encoder(pretrainer, export_dir, vocab_file, do_lower_case=True, with_mlm=False):
+def export_encoder(pretrainer, export_dir, vocab_file, settings=None, with_mlm=False):
     """Writes the encoder SavedModel (see `EncoderModule`) with the masked-LM head as its `.mlm` subobject;
-    `with_mlm` adds the `mlm` signature.
+    `with_mlm` adds the `mlm` signature. `settings`: the vocab's `TokenizerSettings` (default: its settings file's,
+    else the original's).
 
     Example:
     >>> pretrainer = bert_tf.load_pretrainer("model_dir")  # doctest: +SKIP
@@ -60,21 +63,24 @@ def export_encoder(pretrainer, export_dir, vocab_file, do_lower_case=True, with_
         # Assets are copied from files at save time, so the config gets a file of its own.
         config_file = os.path.join(scratch, "bert_config.json")
         pretrainer.config.to_json_file(config_file)
-        module = EncoderModule(pretrainer.encoder, vocab_file, config_file, do_lower_case, pretrainer.masked_lm,
+        settings = settings or TokenizerSettings.for_vocab(vocab_file)
+        module = EncoderModule(pretrainer.encoder, vocab_file, config_file, settings, pretrainer.masked_lm,
                                mlm_signature=with_mlm)
         return _save(module, export_dir)
 
 
-def export_preprocessing(export_dir, vocab_file, do_lower_case=True, seq_length=128, max_seq_length=512):
-    """Writes the tensorflow-text preprocessing SavedModel (see `PreprocessingModule`).
+def export_preprocessing(export_dir, vocab_file, settings=None, seq_length=128, max_seq_length=512):
+    """Writes the tensorflow-text preprocessing SavedModel (see `PreprocessingModule`); `settings`: the vocab's
+    `TokenizerSettings` (default: its settings file's, else the original's).
 
     Example:
-    >>> export_preprocessing("exported/preprocessing/1", "vocab.txt", True, seq_length=128)  # doctest: +SKIP
+    >>> export_preprocessing("exported/preprocessing/1", "vocab.txt", seq_length=128)  # doctest: +SKIP
     """
     # Imported here: tensorflow-text is only needed by this model.
     from bert_tf.serving.preprocessing_module import PreprocessingModule
 
-    return _save(PreprocessingModule(vocab_file, do_lower_case, seq_length, max_seq_length), export_dir)
+    settings = settings or TokenizerSettings.for_vocab(vocab_file)
+    return _save(PreprocessingModule(vocab_file, settings, seq_length, max_seq_length), export_dir)
 
 
 def export_classifier(model, export_dir, labels):
@@ -103,20 +109,27 @@ def export_span_qa(model, export_dir):
     return _save(SpanQAModule(model), export_dir)
 
 
-def check_case(vocab_file, do_lower_case):
-    """Warns when `do_lower_case` contradicts the vocab (an uncased vocab has no upper-case tokens)."""
-    cased = any(token != token.lower() for token in read_vocab_file(vocab_file) if not token.startswith("["))
-    if cased and do_lower_case:
+def check_settings(vocab_file, settings):
+    """Warns when `settings` contradict the vocab's tokens: an uncased vocab has no upper-case tokens, and a vocab
+    learned with accents stripped no token with a combining mark."""
+    tokens = [token for token in read_vocab_file(vocab_file) if not token.startswith("[")]
+    cased = any(token != token.lower() for token in tokens)
+    if cased and settings.do_lower_case:
         logging.warning("%s holds upper-case tokens but do_lower_case=True: pass --nodo_lower_case for a cased "
                         "model, or inputs will never match those tokens.", vocab_file)
-    if not cased and not do_lower_case:
+    if not cased and not settings.do_lower_case:
         logging.warning("%s holds no upper-case tokens but do_lower_case=False: upper-case input words will "
                         "become [UNK]; pass --do_lower_case for an uncased model.", vocab_file)
+    marked = [token for token in tokens if any(map(loses_mark, token))]
+    if marked and settings.strip_accents:
+        logging.warning("%s holds tokens with accents or other marks (%s) but strip_accents=True: inputs will never "
+                        "match those tokens; pass --nostrip_accents.", vocab_file, ", ".join(marked[:3]))
 
 
-def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True, seq_length=128, version=1):
+def export_model_dir(model_dir, output_dir, vocab_file=None, settings=None, seq_length=128, version=1):
     """All SavedModels of a checkpoint directory (from `bert-convert` or `bert-pretrain`): `encoder`,
-    `encoder_mlm` and `preprocessing`, each under `<output_dir>/<name>/<version>`. Returns {name: path}.
+    `encoder_mlm` and `preprocessing`, each under `<output_dir>/<name>/<version>`, with the vocab's tokenizer
+    `settings` (default: its settings file's, else the original's). Returns {name: path}.
 
     Example:
     >>> export_model_dir("runs/demo", "exported")  # doctest: +SKIP
@@ -132,7 +145,8 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
     if vocab_file is None:
         raise InputFileNotFoundError(f"{model_dir} holds no vocab.txt: pass --vocab_file, the vocab the model was "
                                      f"trained with.")
-    check_case(vocab_file, do_lower_case)
+    settings = settings or TokenizerSettings.for_vocab(vocab_file)
+    check_settings(vocab_file, settings)
     config = read_config(model_dir)
     vocab = Vocabulary.from_file(vocab_file)
     if vocab.size != config.vocab_size:
@@ -143,10 +157,10 @@ def export_model_dir(model_dir, output_dir, vocab_file=None, do_lower_case=True,
     check_seq_length(seq_length, config.max_position_embeddings)
     pretrainer = load_pretrainer(model_dir)
     paths = {
-        ENCODER: export_encoder(pretrainer, version_dir(output_dir, ENCODER, version), vocab_file, do_lower_case),
+        ENCODER: export_encoder(pretrainer, version_dir(output_dir, ENCODER, version), vocab_file, settings),
         ENCODER_MLM: export_encoder(pretrainer, version_dir(output_dir, ENCODER_MLM, version), vocab_file,
-                                    do_lower_case, with_mlm=True),
+                                    settings, with_mlm=True),
         PREPROCESSING: export_preprocessing(version_dir(output_dir, PREPROCESSING, version), vocab_file,
-                                            do_lower_case, seq_length, config.max_position_embeddings),
+                                            settings, seq_length, config.max_position_embeddings),
     }
     return paths

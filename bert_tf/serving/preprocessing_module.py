@@ -12,6 +12,7 @@ import tensorflow_text as tf_text
 
 from bert_tf.serving.input_checks import check_seq_length
 from bert_tf.serving.serving_module import ServingModule, graph_function
+from bert_tf.serving.settings_variables import settings_variables
 from bert_tf.text.normalization import (
     DELETED_CHARACTERS_RE2,
     MARK_CHARACTERS_RE2,
@@ -22,8 +23,8 @@ from bert_tf.text.packing import pack_spans_in_graph, pair_keep_lengths
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, Vocabulary
 
 # The original BasicTokenizer's clean-up, as regexes (bert_tf/text/normalization.py owns them). tensorflow-text's
-# own lower_case option case-folds ("ß" -> "ss"), which the original does not, so lower-casing, NFD and mark
-# stripping are done here as the original does them.
+# own lower_case option case-folds ("ß" -> "ss"), which the original does not, and always strips the marks, so
+# lower-casing, NFD and mark stripping are done here as the original does them, each as its setting says.
 _CONTROL = DELETED_CHARACTERS_RE2
 _SPACE = SPACE_CHARACTERS_RE2
 _MARK = MARK_CHARACTERS_RE2
@@ -45,16 +46,16 @@ class Tokenize(tf.Module):
     Args:
         vocab_asset: the vocab file as a `tf.saved_model.Asset`.
         vocab: its `Vocabulary`.
-        do_lower_case: lower-case and strip accents (uncased models).
+        settings: the vocab's `TokenizerSettings` (lower-casing, accent stripping).
 
     Example:
     >>> tokenize = Tokenize(tf.saved_model.Asset("vocab.txt"), Vocabulary.from_file("vocab.txt"),
-    ...                     True)  # doctest: +SKIP
+    ...                     TokenizerSettings.for_vocab("vocab.txt"))  # doctest: +SKIP
     >>> tokenize(tf.constant(["Hello world!"])).to_list()  # doctest: +SKIP
     [[[7592], [2088], [999]]]
     """
 
-    def __init__(self, vocab_asset, vocab, do_lower_case):
+    def __init__(self, vocab_asset, vocab, settings):
         super().__init__(name="tokenize")
         initializer = tf.lookup.TextFileInitializer(
             vocab_asset, tf.string, tf.lookup.TextFileIndex.WHOLE_LINE, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER)
@@ -83,9 +84,10 @@ class Tokenize(tf.Module):
         def tokenize(text):
             text = tf.strings.regex_replace(text, _CONTROL, "")
             text = tf.strings.regex_replace(text, _SPACE, " ")
-            if do_lower_case:
-                text = tf_text.normalize_utf8(tf.strings.lower(text, encoding="utf-8"), "NFD")
-                text = tf.strings.regex_replace(text, _MARK, "")
+            if settings.do_lower_case:
+                text = tf.strings.lower(text, encoding="utf-8")
+            if settings.strip_accents:
+                text = tf.strings.regex_replace(tf_text.normalize_utf8(text, "NFD"), _MARK, "")
             return unknown_if_overlong(text, *self.tokenizer.tokenize_with_offsets(text))
 
         self.__call__ = graph_function(tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
@@ -168,27 +170,28 @@ class PreprocessingModule(ServingModule):
     - signatures `serving_default` (`text` -> the three ids) and `text_pair` (`text_a`, `text_b` -> the three
       ids), at the `seq_length` given at export.
     - the vocab as the asset `vocab.txt` (read by the lookup table when loaded, so the folder can be moved).
+    - bool variables `do_lower_case` (lower-casing, as TF Hub's models have it) and `strip_accents`.
 
     Args:
         vocab_file: the WordPiece vocab (must hold [PAD] at id 0, [UNK], [CLS], [SEP], [MASK]).
-        do_lower_case: lower-case and strip accents (uncased models).
+        settings: its `TokenizerSettings` (lower-casing, accent stripping).
         seq_length: the length the root and the signatures pack to.
         max_seq_length: the model's max_position_embeddings; longer `seq_length` values are refused.
 
     Example:
-    >>> module = PreprocessingModule("vocab.txt", do_lower_case=True, seq_length=128,
+    >>> module = PreprocessingModule("vocab.txt", TokenizerSettings.for_vocab("vocab.txt"), seq_length=128,
     ...                              max_seq_length=512)  # doctest: +SKIP
     >>> module.serving_default(text=tf.constant(["Hello world!"]))["input_word_ids"][0, :4].numpy()  # doctest: +SKIP
     array([ 101, 7592, 2088,  999], dtype=int32)
     """
 
-    def __init__(self, vocab_file, do_lower_case, seq_length, max_seq_length):
+    def __init__(self, vocab_file, settings, seq_length, max_seq_length):
         super().__init__()
         vocab = Vocabulary.from_file(vocab_file).require(SPECIAL_TOKENS, "the preprocessing model", pad_first=True)
         check_seq_length(seq_length, max_seq_length)
         self.vocab_file = tf.saved_model.Asset(vocab_file)
-        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
-        self.tokenize = Tokenize(self.vocab_file, vocab, do_lower_case)
+        self.do_lower_case, self.strip_accents = settings_variables(settings)
+        self.tokenize = Tokenize(self.vocab_file, vocab, settings)
         self.bert_pack_inputs = BertPackInputs(vocab.cls_id, vocab.sep_id, max_seq_length)
         text_spec = tf.TensorSpec([None], tf.string)
 

@@ -6,6 +6,11 @@ word holding one becomes [UNK] unless the vocab has it); turn whitespace (those 
 characters Python's `str.split` splits on) into a space; put spaces around CJK ideographs; and for uncased models
 lower-case with `str.lower`, decompose (NFD) and drop non-spacing marks (category Mn).
 
+Lower-casing and accent stripping are two settings here, as in Hugging Face's `BertTokenizer` and keras-hub
+(`strip_accents`): `do_lower_case` alone keeps the original's meaning (both, for Google's released uncased vocabs);
+`strip_accents=False` lower-cases and keeps every mark (umlauts, Vietnamese tones, Japanese voicing marks, the
+Devanagari virama), and `strip_accents=True` without lower-casing strips and keeps the case.
+
 tensorflow-text's `FastBertTokenizer(lower_case_nfd_strip_accents=True)` is written its own way and gives other ids
 on real text: it folds compatibility characters ("ß" -> "ss", "ﬁ" -> "fi", fullwidth letters -> ASCII) and turns
 control characters into spaces instead of deleting them ("a\\x00b" is two words for it, one for the original). So
@@ -34,6 +39,7 @@ _CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700,
 # Per character: what the original's clean-up and CJK spacing turn it into ("" deletes it).
 _CLEAN_CACHE = {}
 _MARK_CACHE = {}
+_LOSES_MARK_CACHE = {}
 
 
 def _clean_char(char):
@@ -79,13 +85,32 @@ def _translation(text, cache, rule):
     return table
 
 
-def normalize(text, do_lower_case=True):
+def strips_accents(do_lower_case, strip_accents):
+    """Whether marks are stripped: `strip_accents` where given, else `do_lower_case` (the original, and Hugging
+    Face's `strip_accents=None`).
+
+    Example:
+    >>> strips_accents(True, None), strips_accents(True, False), strips_accents(False, True)
+    (True, False, True)
+    """
+    return bool(do_lower_case) if strip_accents is None else bool(strip_accents)
+
+
+def normalize(text, do_lower_case=True, strip_accents=None):
     """`text` as the original BasicTokenizer sees it just before splitting on whitespace and punctuation.
+
+    Args:
+        text: a str.
+        do_lower_case: lower-case with `str.lower`.
+        strip_accents: decompose (NFD) and drop the non-spacing marks; None: as `do_lower_case` (the original).
 
     Example:
     >>> normalize("Café\\u00a0Straße\\x00s 中文")
     'cafe straßes  中  文 '
+    >>> normalize("Für パンダが", strip_accents=False)
+    'für パンダが'
     """
+    strip = strips_accents(do_lower_case, strip_accents)
     if text.isascii():
         text = _ASCII_CONTROL.sub("", text).translate(_ASCII_WHITESPACE)
         return text.lower() if do_lower_case else text
@@ -93,11 +118,39 @@ def normalize(text, do_lower_case=True):
     if table:
         text = text.translate(table)
     if do_lower_case:
-        text = unicodedata.normalize("NFD", text.lower())
-        if not text.isascii():
-            marks = _translation(text, _MARK_CACHE, lambda c: "" if _is_mark(c) else c)
-            if marks:
-                text = text.translate(marks)
+        text = text.lower()
+    if strip:
+        text = strip_marks(text)
+    return text
+
+
+def loses_mark(char):
+    """Whether stripping accents changes `char` (its decomposition holds a non-spacing mark); Hangul syllables,
+    which decompose into jamo letters, do not count.
+
+    Example:
+    >>> loses_mark("ü"), loses_mark("\u094d"), loses_mark("한"), loses_mark("ß")
+    (True, True, False, False)
+    """
+    lost = _LOSES_MARK_CACHE.get(char)
+    if lost is None:
+        lost = _LOSES_MARK_CACHE[char] = any(_is_mark(c) for c in unicodedata.normalize("NFD", char))
+    return lost
+
+
+def strip_marks(text):
+    """`text` decomposed (NFD) without its non-spacing marks (category Mn): the original BasicTokenizer's accent
+    stripping.
+
+    Example:
+    >>> strip_marks("Tiếng Việt"), unicodedata.normalize("NFC", strip_marks("한국어")) == "한국어"
+    ('Tieng Viet', True)
+    """
+    text = unicodedata.normalize("NFD", text)
+    if not text.isascii():
+        marks = _translation(text, _MARK_CACHE, lambda c: "" if _is_mark(c) else c)
+        if marks:
+            text = text.translate(marks)
     return text
 
 

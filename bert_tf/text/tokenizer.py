@@ -11,8 +11,10 @@ from bert_tf.text.normalization import (
     has_overlong_word,
     normalize,
     split_words,
+    strips_accents,
     unassigned_characters,
 )
+from bert_tf.text.tokenizer_settings import TokenizerSettings
 from bert_tf.text.vocabulary import TOKENIZING_TOKENS, Vocabulary
 
 # UTF-8 takes at most 4 bytes a character: FastBertTokenizer counts a word's bytes, the original its characters.
@@ -30,7 +32,10 @@ class FullTokenizer:
         vocab: a `Vocabulary`, a vocab file path or its tokens in id order. Tokenizing needs only [UNK], as the
             original; what a later stage needs ([CLS], [SEP], [MASK], [PAD] at id 0) that stage asks of
             `tokenizer.vocabulary`.
-        do_lower_case: lower-case and strip accents (uncased models), as the original flag.
+        do_lower_case: lower-case (uncased models), and strip accents unless `strip_accents` says otherwise, as
+            the original flag.
+        strip_accents: strip accents (NFD, then drop the marks); None: as `do_lower_case`. A vocab's own settings
+            are `TokenizerSettings.for_vocab(vocab_file)` (bert_tf/text/tokenizer_settings.py).
 
     Example:
     >>> tokenizer = FullTokenizer(["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "un", "runn", "##ing", ","])
@@ -41,10 +46,11 @@ class FullTokenizer:
     ([6, 4, 5, 7, 8, 0], [0, 3, 6])
     """
 
-    def __init__(self, vocab, do_lower_case=True):
+    def __init__(self, vocab, do_lower_case=True, strip_accents=None):
         self.vocabulary = Vocabulary.of(vocab).require(TOKENIZING_TOKENS, "tokenizing")
         self.vocab = list(self.vocabulary.tokens)
         self.do_lower_case = bool(do_lower_case)
+        self.strip_accents = strips_accents(do_lower_case, strip_accents)
         self.token_to_id = self.vocabulary.token_to_id
         self.unk_id = self.vocabulary.unk_id
         self._fast = tf_text.FastBertTokenizer(
@@ -52,12 +58,17 @@ class FullTokenizer:
             unknown_token="[UNK]", lower_case_nfd_strip_accents=False)
 
     @property
+    def settings(self):
+        """The `TokenizerSettings` this tokenizer normalizes with (what its exports carry)."""
+        return TokenizerSettings(self.do_lower_case, self.strip_accents)
+
+    @property
     def vocab_size(self):
         return self.vocabulary.size
 
     def tokenize_to_ids(self, texts):
         """Ids of many texts at once: (ids int32 [total], row_splits int64 [len(texts) + 1])."""
-        normalized = [normalize(t, self.do_lower_case) for t in texts]
+        normalized = [normalize(t, self.do_lower_case, self.strip_accents) for t in texts]
         values, lengths = [], []
         for start in range(0, len(normalized), _BATCH):
             batch = normalized[start:start + _BATCH]

@@ -55,7 +55,7 @@ class VocabExtension:
     free_unused: tuple
 
 
-def count_words(sentences, do_lower_case=True):
+def count_words(sentences, do_lower_case=True, strip_accents=None):
     """Counter of the words of `sentences` as the tokenizer splits them (normalized, whitespace and punctuation).
 
     >>> count_words(["Begat, begat!"])["begat"]
@@ -63,7 +63,7 @@ def count_words(sentences, do_lower_case=True):
     """
     counts = collections.Counter()
     for sentence in sentences:
-        counts.update(split_words(normalize(sentence, do_lower_case)))
+        counts.update(split_words(normalize(sentence, do_lower_case, strip_accents)))
     return counts
 
 

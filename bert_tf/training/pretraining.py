@@ -33,6 +33,7 @@ from bert_tf.modeling.pretrainer import BertPretrainer
 from bert_tf.optimizers.optimization import create_optimizer
 from bert_tf.records.schema import read_schema
 from bert_tf.text.file_patterns import expand_file_patterns
+from bert_tf.text.tokenizer_settings import TokenizerSettings, settings_path
 from bert_tf.text.vocabulary import Vocabulary, read_vocab_file
 from bert_tf.training import report
 from bert_tf.training.checkpointing import TrainingCheckpoint, checkpoint_dir, restore_model_weights, resume_point
@@ -457,7 +458,8 @@ def _run_vocab(recipe, model_dir, config, resumed):
     """The run's `Vocabulary`: `vocab_file`, else the one the resumed directory keeps, else the init
     checkpoint's. A fresh run without one is refused (the model directory must keep the vocab its model reads:
     bert-export and bert-finetune need it), and so is one whose vocab is smaller than the model's vocab_size, or a
-    resumed run given another vocab than the one its directory keeps. None for a resumed run of a directory
+    resumed run given another vocab than the one its directory keeps, or the same read with other settings
+    (lower-casing, accent stripping). None for a resumed run of a directory
     without a vocab (nothing to check the records against)."""
     kept = model_dir_lib.vocab_path(model_dir) if resumed else None
     path = recipe.vocab_file or kept or (recipe.init_checkpoint and model_dir_lib.vocab_path(recipe.init_checkpoint))
@@ -473,6 +475,13 @@ def _run_vocab(recipe, model_dir, config, resumed):
     if kept and recipe.vocab_file and Vocabulary.from_file(kept).tokens != vocab.tokens:
         raise InputError(f"--vocab_file={recipe.vocab_file} is not the vocab {model_dir} was trained with "
                          f"({kept}, {len(read_vocab_file(kept))} tokens): pass that one, or use a new --model_dir.")
+    if kept and recipe.vocab_file:
+        given, trained = TokenizerSettings.for_vocab(recipe.vocab_file), TokenizerSettings.for_vocab(kept)
+        if given != trained:
+            raise InputError(f"--vocab_file={recipe.vocab_file} is read with {given.describe()} (its settings file "
+                             f"{settings_path(recipe.vocab_file)}), but {model_dir} was trained with "
+                             f"{trained.describe()} ({settings_path(kept)}): pass the vocab with those settings, or "
+                             f"use a new --model_dir.")
     if not resumed and vocab.size < config.vocab_size:
         raise InputError(f"{vocab.source} has {vocab.size} tokens but the model's vocab_size is "
                          f"{config.vocab_size}: bert-export needs them equal. Pass the model's own vocab, or "
