@@ -46,6 +46,10 @@ def test_the_platforms_file_is_what_the_tool_writes_from_the_raw_rows():
     assert edited != PLATFORMS_TEXT and render_platforms_file(edited, ROWS) == PLATFORMS_TEXT
     fewer = {**ROWS, "xla_gpu": [row for row in ROWS["xla_gpu"] if row["name"] != "base_512_mb64"]}
     assert render_platforms_file(PLATFORMS_TEXT, fewer) != PLATFORMS_TEXT
+    # The TPU chips borrow each other's shallow compiles, so one margin plans them all (the first entry is tpu_v4).
+    one_apart = PLATFORMS_TEXT.replace("memory_margin: 0.2", "memory_margin: 0.25", 1)
+    with pytest.raises(ValueError, match=r"the TPU entries' memory_margin differ \(\[0.2, 0.25\]\): give them one"):
+        render_platforms_file(one_apart, ROWS)
 
 
 def test_every_row_names_its_command_and_whether_it_was_measured_or_transcribed():

@@ -7,6 +7,7 @@ again from the same rows gives the same text; tests/test_platforms.py fails when
 import yaml
 
 from bert_tf.accelerators.device_peaks import DEVICES
+from bert_tf.platforms.compile_targets import TPU_TARGETS
 from bert_tf.platforms.compiled_plan import cpu_step_bytes, no_remat_peak, plan_cpu, plan_gpu, plan_tpu
 from bert_tf.platforms.micro_batch import GIB
 
@@ -152,8 +153,10 @@ def render_platforms_file(current_text, rows):
         lines.append(GPU_COMMENT.format(name=name, jaxlib=gpu_rows[0]["jaxlib"], device_gib=device_gib).rstrip("\n"))
         lines.extend(_figures_block(plan["figures"], "    "))
 
-    margins = {entry.get("memory_margin") for name, entry in entries.items() if name.startswith("tpu_")}
-    tpu_plans = plan_tpu(rows["xla_tpu"], margins.pop()) if len(margins) == 1 else {}
+    margins = {entries[target]["memory_margin"] for target in TPU_TARGETS if target in entries}
+    if len(margins) > 1:  # one plan borrows across the chips, so they share its margin
+        raise ValueError(f"the TPU entries' memory_margin differ ({sorted(margins)}): give them one margin")
+    tpu_plans = plan_tpu(rows["xla_tpu"], margins.pop()) if margins else {}
     if tpu_plans:
         lines.append(TPU_COMMENT.format(compiler=next(iter(tpu_plans.values()))["compiler"]).rstrip("\n"))
     for target, plan in tpu_plans.items():
