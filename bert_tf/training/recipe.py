@@ -27,7 +27,7 @@ from bert_tf.inputs.input_spec import DEFAULT_PACKING_WINDOW, DEFAULT_SHUFFLE_BU
 from bert_tf.modeling.attention_kernel import ATTENTION_KERNELS
 from bert_tf.optimizers.weight_decay_exclusions import DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY
 from bert_tf.platforms.compute_settings import JIT_COMPILE_SCOPES, MIXED_PRECISION
-from bert_tf.platforms.platforms_file import load_platforms
+from bert_tf.platforms.platforms_file import platform_names
 from bert_tf.records.packed_rows import DEFAULT_MAX_INSTANCES_PER_ROW
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -272,7 +272,7 @@ class EvalSpec(_Section):
 @functools.lru_cache(maxsize=None)
 def _platform_help():
     """`--platform`'s help, naming the platforms of configs/platforms.yaml."""
-    return (f"Settings that fit an accelerator (configs/platforms.yaml: {', '.join(load_platforms())}): mixed "
+    return (f"Settings that fit an accelerator (configs/platforms.yaml: {', '.join(platform_names())}): mixed "
             f"precision, max_micro_batch_size, the eval batch and, on GPUs, whole-step XLA; explicit flags still "
             f"win. Global batch and schedule stay the recipe's. A machine without the platform's device exits 2.")
 
