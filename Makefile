@@ -90,9 +90,10 @@ test-tf220:
 	TPU_LOAD_LIBRARY=0 $(TF220_VENV)/bin/python -m pytest -q -n 2 --durations=5 -p no:cacheprovider $(TF220_TESTS) \
 		$(TF220_DESELECT)
 
-# jax 0.11.2 (the GPU machine's version, which needs Python 3.12: Python 3.11 gets at most 0.10.2) in its own venv,
-# without TensorFlow: bench/run_xla_step.py runs TensorFlow's exported training step there, as it does on the GPU
-# machine (docs/accelerators.md, "TensorFlow's step under XLA:GPU"). tests/test_xla_step.py needs it.
+# jax 0.11.2 (which needs Python 3.12: Python 3.11 gets at most 0.10.2) in its own venv, without TensorFlow, as on a
+# machine with a GPU and jax: tools/xla/run_xla_step.py runs TensorFlow's exported training step there
+# (tools/xla/README.md; docs/accelerators.md, "TensorFlow's step under XLA:GPU"). The large tier's tests of
+# tools/xla/ need it.
 jax-venv: $(JAX_STAMP)
 
 $(JAX_STAMP):

@@ -1,7 +1,5 @@
-"""The benchmarks, run from the repository's root as modules: `.venv/bin/python -m bench.bench_train_step`.
-What they share is in `bench.harness`; their raw results go to `bench/results/<script>/`.
-
-The exported-step scripts also run by path, on a machine that has only jax (`python3 bench/run_xla_step.py DIR`,
-`python3 bench/xla_step_set.py run`), so they and the modules they read (`xla_step_format`, `synthetic_batch`,
-`stablehlo_program`) import their neighbours by name and nothing from this package.
+"""The benchmarks against a peer, run from the repository's root as modules: `.venv/bin/python -m
+bench.bench_train_step`. What they share is in `bench.harness` (and `bench.run_header`, `bench.synthetic_batch`);
+their raw results go to `bench/results/<script>/`. The tools that run TensorFlow's step under jax are in tools/xla/,
+the experiments that measure the package against itself in experiments/.
 """

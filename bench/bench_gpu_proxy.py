@@ -1,6 +1,6 @@
 """GPU proxy: the pre-training step of bert_tf's Keras layers under the JAX backend, in bf16 (run by hand).
 
-The GPU machines have JAX with CUDA but no TensorFlow, so the TensorFlow training loop cannot run there; the
+A machine with a GPU and JAX often has no TensorFlow, so the TensorFlow training loop cannot run there; the
 layers of `bert_tf.modeling` are written with `keras.ops` only and run under `KERAS_BACKEND=jax`. This script
 times one pre-training step of `BertPretrainer` (masked LM tied to the word embeddings + NSP, the original
 losses) as a `jax.jit`-compiled function: `model.stateless_call` under `mixed_bfloat16` (float32 weights, bfloat16
@@ -22,8 +22,8 @@ device's own compiler, to set beside it.
 MFU = model FLOPs/s / the GPU's dense bf16 peak (H100 SXM and H200: 989 TFLOP/s; `--peak_tflops` for others).
 Model FLOPs per sequence are `bert_tf.accelerators.flops.training_flops_per_sequence` (6 x weights x tokens for the
 encoder's dense layers on all T tokens, 12 x L x T^2 x H for attention, the masked-LM head only at the P predicted
-positions, pooler and NSP). `bert_tf`, its layers, the optimizer and the formula import no TensorFlow, which the GPU
-machines do not have: from the repository's root, the package needs no install there.
+positions, pooler and NSP). `bert_tf`, its layers, the optimizer and the formula import no TensorFlow, which such a
+machine may not have: from the repository's root, the package needs no install there.
 
 Each row is also appended to `bench/results/bench_gpu_proxy/results.jsonl` with the fields of every GPU step row
 (`stack`, `variant`, `device`, `preset`, `seq`, `batch`, `micro_batch`, `sequences_per_s`, `mfu`, `run_id`).
@@ -50,7 +50,7 @@ try:
     import jax.numpy as jnp  # noqa: E402
 except ModuleNotFoundError:
     raise SystemExit("This benchmark needs JAX: `.venv/bin/pip install jax` (CPU, for --smoke) or run it where JAX "
-                     "with CUDA is installed (the GPU machines).") from None
+                     "with CUDA is installed (a machine with a GPU and jax).") from None
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 

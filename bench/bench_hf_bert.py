@@ -1,9 +1,12 @@
 """Hugging Face's BERT pre-training step beside ours: `transformers`' `BertForPreTraining` at a preset of this package
 (configs/model/<preset>.json), timed as users run it. Needs torch and transformers only, never TensorFlow.
 
-    python3 bench/bench_hf_bert.py --preset=large --seq=512 --batch=256 --micro_batch=64 --device=cuda
-    python3 bench/bench_hf_bert.py --preset=large --seq=128 --micro_batch=256 --device=cuda --compile
-    python3 bench/bench_hf_bert.py --matmul --device=cuda          # the card's bf16 matmul rate, one row
+    python3 -m bench.bench_hf_bert --preset=large --seq=512 --batch=256 --micro_batch=64 --device=cuda
+    python3 -m bench.bench_hf_bert --preset=large --seq=128 --micro_batch=256 --device=cuda --compile
+    python3 -m bench.bench_hf_bert --matmul --device=cuda          # the card's bf16 matmul rate, one row
+
+Run from the repository's root as the other benchmarks are; bert_tf need not be installed (its FLOP count is pure
+Python and imported from the checkout).
 
 The step as Hugging Face's users get it: float32 weights under bf16 autocast, `attn_implementation="sdpa"`,
 `torch.optim.AdamW(fused=True)` (fused on CUDA only), the global batch in micro-batches with gradient accumulation,
@@ -12,7 +15,7 @@ position (BertForPreTraining's loss takes labels per position, -100 where nothin
 says how much more work that is than the head on the predicted positions only. MFU uses the package's FLOP count
 (`bert_tf/accelerators/flops.py`: the head on the predicted positions) against 989.4 TFLOP/s, as our rows do.
 `--compile` runs the model under `torch.compile` (its compile time is reported and not timed). A result line goes to
-`--results` (default bench/results/bench_hf_bert/): `gpu_results`' step fields, versions, steps and counts.
+`--results` (default bench/results/bench_hf_bert/): `harness.step_row`'s fields, versions, steps and counts.
 """
 
 import argparse
@@ -22,11 +25,10 @@ import sys
 import time
 import types
 
-import gpu_results  # bench/ is the script's folder
+from bench import harness
+from bert_tf.accelerators.flops import training_flops_per_sequence  # pure Python: no TensorFlow
 
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPOSITORY)
-from bert_tf.accelerators.flops import training_flops_per_sequence  # noqa: E402  (pure Python: no TensorFlow)
 
 MODEL_CONFIGS = os.path.join(REPOSITORY, "configs", "model")
 # BertConfig fields Hugging Face's config shares with the original bert_config.json (the package's presets).
@@ -187,16 +189,16 @@ def parse_args(argv=None):
     parser.add_argument("--matmul", action="store_true", help="Measure the bf16 matmul rate only.")
     parser.add_argument("--matmul_size", type=int, default=8192)
     parser.add_argument("--run_id", default=None, help="The row's run_id (default: the start time).")
-    parser.add_argument("--results", default=os.path.join(gpu_results.RESULTS, "bench_hf_bert"))
+    parser.add_argument("--results", default=os.path.join(harness.RESULTS, "bench_hf_bert"))
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    run_id = args.run_id or gpu_results.new_run_id()
+    run_id = args.run_id or harness.new_run_id()
     if args.matmul:
         tflops = matmul_tflops(args.device, args.matmul_size)
-        row = gpu_results.append_row(args.results, {
+        row = harness.append_row(args.results, {
             "stack": "torch", "variant": f"matmul_bf16_{args.matmul_size}", "device": device_name(args.device),
             "matmul_tflops": round(tflops, 2), "run_id": run_id}, file_name="matmul.jsonl")
         print(f"bf16 matmul {args.matmul_size}^3 on {row['device']}: {tflops:.1f} TFLOP/s", flush=True)
@@ -208,14 +210,14 @@ def main(argv=None):
     preds = args.preds or {128: 20, 512: 80}.get(args.seq, max(1, round(0.15 * args.seq)))
     figures = measure_step(args.preset, args.seq, args.batch, micro, preds, args.device, args.warmup, args.steps,
                            compile_model=args.compile)
-    row = gpu_results.step_row("transformers", "sdpa_compiled" if args.compile else "sdpa", figures["device"],
+    row = harness.step_row("transformers", "sdpa_compiled" if args.compile else "sdpa", figures["device"],
                                args.preset, args.seq, args.batch, micro, args.batch / figures["step_s"],
                                figures["flops_per_sequence"], run_id)
     row.update({k: figures[k] for k in ("parameter_count", "fused_adamw", "torch", "transformers", "peak_bytes")},
                preds=preds, warmup_steps=args.warmup, timed_steps=args.steps, step_ms=round(figures["step_s"] * 1e3, 3),
                warmup_s=round(figures["warmup_s"], 2), loss=round(figures["loss"], 4), mlm_head_positions=args.seq,
                head_flops_share=round(figures["head_flops_share"], 4))
-    gpu_results.append_row(args.results, row)
+    harness.append_row(args.results, row)
     print(f"transformers {row['transformers']} BertForPreTraining {args.preset} ({row['variant']}), torch "
           f"{row['torch']}, on {row['device']}: {args.batch}x{args.seq} in micro-batches of {micro}, "
           f"{row['step_ms']:.1f} ms/step ({args.steps} timed after {args.warmup}), {row['sequences_per_s']} "

@@ -1,8 +1,10 @@
-"""What the benchmarks share: two runners timed in alternation, one `bert-pretrain` run of a recipe, and the result
-lines every measurement appends under `bench/results/<script>/`.
+"""What the benchmarks share: two runners timed in alternation, one `bert-pretrain` run of a recipe, the result
+lines every measurement appends under `bench/results/<script>/`, and the fields of a training step's row on an
+accelerator (`step_row`), which Hugging Face's step (`bench_hf_bert.py`) and ours (tools/xla/) both write, so that
+their rows read side by side.
 
-The module itself needs only the standard library (a script without TensorFlow can write its results too);
-`run_pretrain` reads the run's files with the package.
+The module itself needs only the standard library (a script with jax or torch and no TensorFlow writes its results
+through it too); `run_pretrain` reads the run's files with the package.
 
 Example:
 >>> fast = Runner(lambda steps: time.sleep(0.001 * steps) or 0.0, work_per_cycle=32)
@@ -28,8 +30,20 @@ from bench.run_header import command_line, cpu_name, load_average
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Where result lines go; BENCH_RESULTS moves them (a smoke run's lines are not results).
 RESULTS = os.environ.get("BENCH_RESULTS") or os.path.join(REPO, "bench", "results")
+# MFU of a step row is a fraction of this: the dense bf16 peak of an H100 SXM5 and of an H200 (their data sheets
+# agree), so rows from either card read on one scale.
+DENSE_BF16_PEAK_TFLOPS = 989.4
+STEP_FIELDS = ("stack", "variant", "device", "preset", "seq", "batch", "micro_batch", "sequences_per_s", "mfu",
+               "run_id")
+
+
+def new_run_id():
+    """A run's id: its UTC start time, e.g. "20261128T081500Z"; every row of one run carries the same one."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
 # One id for every line this process writes, so the lines of one run can be told from another's.
-RUN_ID = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+RUN_ID = new_run_id()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,21 +152,58 @@ def machine():
 
 
 def write_result(script, row, file_name="results.jsonl", results=RESULTS):
-    """Appends `row` (a dict) with this process's `run_id`, the command, `source: measured` (what
-    tools/render_measurements.py asks of a row) and the `machine()` as one JSON line to
-    `results/<script>/<file_name>` (made if missing) and flushes it, so a run cut short keeps every line it wrote.
-    Returns the file's path.
+    """Appends `row` (a dict) as one JSON line to `results/<script>/<file_name>` (`append_row`: with this process's
+    `run_id`, the command, `source: measured` and the `machine()`). Returns the file's path.
 
     Example:
     >>> write_result("bench_train_step", {"preset": "tiny", "seq": 128, "ratio": 1.07})  # doctest: +SKIP
     '.../bench/results/bench_train_step/results.jsonl'
     """
     directory = os.path.join(results, script)
+    append_row(directory, row, file_name)
+    return os.path.join(directory, file_name)
+
+
+def append_row(directory, row, file_name="results.jsonl"):
+    """Appends `row` to `directory`/`file_name` (made if missing) as one JSON line with what every result line
+    records (this process's `run_id` unless the row has its own, the command, `source: measured`, what
+    tools/render_measurements.py asks of a row, and the `machine()`), and flushes it to disk, so a run cut short
+    keeps every line it wrote. Returns the line.
+    """
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, file_name)
     line = {"run_id": RUN_ID, "command": command_line(), "source": "measured", "machine": machine(), **row}
-    with open(path, "a", encoding="utf-8") as f:
+    with open(os.path.join(directory, file_name), "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")
         f.flush()
         os.fsync(f.fileno())
-    return path
+    return line
+
+
+def step_row(stack, variant, device, preset, seq, batch, micro_batch, sequences_per_s, flops_per_sequence,
+             run_id):
+    """A training step's row on an accelerator, its required fields (`STEP_FIELDS`); `mfu` from the model FLOPs per
+    sequence (the package's count) against `DENSE_BF16_PEAK_TFLOPS`.
+
+    >>> step_row("bert_tf", "einsum", "cpu", "tiny", 16, 8, 8, 100.0, 1e9, "r")["mfu"]
+    0.0001
+    """
+    mfu = sequences_per_s * flops_per_sequence / (DENSE_BF16_PEAK_TFLOPS * 1e12)
+    return {"stack": stack, "variant": variant, "device": device, "preset": preset, "seq": seq, "batch": batch,
+            "micro_batch": micro_batch, "sequences_per_s": round(sequences_per_s, 3), "mfu": round(mfu, 4),
+            "run_id": run_id}
+
+
+def step_variant(manifest):
+    """The `variant` of an exported step (tools/xla/export_xla_step.py's manifest): its attention ("einsum",
+    "cudnn_flash"), "_nodrop" for today's attention without attention dropout, and "sliceN_" first for a model cut
+    to N layers.
+
+    >>> step_variant({"attention": "cudnn_flash", "overrides": {"model.num_hidden_layers": "4"}})
+    'slice4_cudnn_flash'
+    """
+    overrides = manifest.get("overrides", {})
+    variant = manifest.get("attention", "einsum")
+    if variant == "einsum" and float(overrides.get("model.attention_probs_dropout_prob", 1)) == 0:
+        variant += "_nodrop"
+    layers = overrides.get("model.num_hidden_layers")
+    return f"slice{layers}_{variant}" if layers else variant

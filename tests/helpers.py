@@ -10,6 +10,8 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, "tests")
+# The XLA tools, run by path with the repository on PYTHONPATH (tools/xla/README.md).
+TOOLS_XLA = os.path.join(REPO, "tools", "xla")
 
 # H=16, 2 layers, 2 heads, vocab 64, 32 positions: builds and runs a step in well under a second.
 TINY = dict(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,

@@ -3,28 +3,23 @@ has our parameters, one for one (default tier); the whole benchmark runs a tiny 
 TensorFlow and writes its row (large tier)."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-from bench_hf_bert import build_model, flops_per_sequence, parameter_count, preset_config  # noqa: E402
+from bench.bench_hf_bert import build_model, flops_per_sequence, parameter_count, preset_config
+from helpers import REPO, python_path_env
 
 pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
-SCRIPT = os.path.join(REPO, "bench", "bench_hf_bert.py")
-# Runs the script as its `__main__`, then says which TensorFlow or Keras modules were imported (transformers looks
-# for TensorFlow without importing it, so a finder's record of attempts would not tell).
+# Runs the benchmark as its `__main__` (`python -m bench.bench_hf_bert`), then says which TensorFlow or Keras modules
+# were imported (transformers looks for TensorFlow without importing it, so a finder's record of attempts would not
+# tell).
 WATCHED_RUN = """
-import os, runpy, sys
-sys.argv = sys.argv[1:]
-sys.path.insert(0, os.path.dirname(sys.argv[0]))
+import runpy, sys
 try:
-    runpy.run_path(sys.argv[0], run_name="__main__")
+    runpy.run_module("bench.bench_hf_bert", run_name="__main__", alter_sys=True)
 except SystemExit as exit:
     code = exit.code
 print("imported:", sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "tf_keras")))
@@ -33,8 +28,7 @@ sys.exit(code)
 
 
 def test_hugging_faces_model_has_our_parameters_one_for_one():
-    from synthetic_batch import synthetic_batch
-
+    from bench.synthetic_batch import synthetic_batch
     from bert_tf.config import BertConfig
     from bert_tf.modeling.pretrainer import BertPretrainer
 
@@ -58,9 +52,10 @@ def test_the_head_at_every_position_is_counted_apart_from_the_packages_flops():
 
 @pytest.mark.large
 def test_a_tiny_step_runs_on_this_cpu_without_tensorflow_and_writes_its_row(tmp_path):
-    done = subprocess.run([sys.executable, "-c", WATCHED_RUN, SCRIPT, "--preset=tiny", "--seq=16", "--batch=8",
+    done = subprocess.run([sys.executable, "-c", WATCHED_RUN, "--preset=tiny", "--seq=16", "--batch=8",
                            "--micro_batch=4", "--preds=4", "--device=cpu", "--warmup=1", "--steps=2",
-                           f"--results={tmp_path}", "--run_id=test"], capture_output=True, text=True, timeout=600)
+                           f"--results={tmp_path}", "--run_id=test"], cwd=REPO, env=python_path_env(REPO),
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "imported: []"
     (row,) = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]

@@ -1,4 +1,4 @@
-"""bench/profile_xla_step.py: where a compiled step's device time goes. Its grouping rules read a compiled program
+"""tools/xla/profile_xla_step.py: where a compiled step's device time goes. Its grouping rules read a compiled program
 written here in XLA:GPU's words (default tier); the whole tool runs a tiny exported step under jax 0.11.2's profiler
 on this CPU (large tier: it needs `.venv-jax`), where its figures mean nothing but every stage runs."""
 
@@ -8,11 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from profile_xla_step import GROUPS, group_of, parse_program
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "bench"))
-
-from profile_xla_step import GROUPS, group_of, parse_program  # noqa: E402
+from helpers import REPO, TOOLS_XLA, python_path_env
 
 pytestmark = pytest.mark.slow  # not in `make test-fast` (pytest.ini)
 
@@ -50,16 +48,16 @@ def test_each_kernel_goes_to_the_group_of_what_it_computes():
 @pytest.mark.large
 def test_the_profile_runs_an_exported_step_on_this_cpu_and_writes_its_row(tmp_path):
     if not os.path.exists(JAX_PYTHON):
-        pytest.fail(f"{JAX_PYTHON} is missing: run `make jax-venv` (jax 0.11.2 on Python 3.12, as on the GPU machine).")
+        pytest.fail(f"{JAX_PYTHON} is missing: run `make jax-venv` (jax 0.11.2 on Python 3.12).")
     step = str(tmp_path / "tiny")
-    done = subprocess.run([sys.executable, os.path.join(REPO, "bench", "export_xla_step.py"), "--preset=tiny",
+    done = subprocess.run([sys.executable, os.path.join(TOOLS_XLA, "export_xla_step.py"), "--preset=tiny",
                            "--precision=float32", "--batch=8", "--seq=16", "--preds=4", "--no_check", f"--out={step}"],
-                          capture_output=True, text=True, timeout=600)
+                          env=python_path_env(REPO), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = tmp_path / "results"
-    done = subprocess.run([JAX_PYTHON, os.path.join(REPO, "bench", "profile_xla_step.py"), step, "--runs=2",
+    done = subprocess.run([JAX_PYTHON, os.path.join(TOOLS_XLA, "profile_xla_step.py"), step, "--runs=2",
                            "--top=5", f"--results={results}", "--run_id=test"],
-                          capture_output=True, text=True, timeout=600)
+                          env=python_path_env(REPO), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     (row,) = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
     assert {k: row[k] for k in ("stack", "variant", "preset", "seq", "batch", "micro_batch", "run_id")} == {

@@ -1,6 +1,7 @@
-"""TensorFlow's compiled training step, exported (`bench/export_xla_step.py`) and run by jax 0.11.2 alone
-(`bench/run_xla_step.py`, in `.venv-jax`: the GPU machine's jax, no TensorFlow), on this CPU: one tiny float32 step
-agrees with TensorFlow's own run of it, a perturbed weight fails the check, and the runner never imports TensorFlow.
+"""TensorFlow's compiled training step, exported (`tools/xla/export_xla_step.py`) and run by jax 0.11.2 alone
+(`tools/xla/run_xla_step.py`, in `.venv-jax`: jax as a machine with a GPU has it, no TensorFlow), on this CPU: one
+tiny float32 step agrees with TensorFlow's own run of it, a perturbed weight fails the check, and the runner never
+imports TensorFlow.
 """
 
 import json
@@ -10,14 +11,16 @@ import sys
 
 import pytest
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JAX_PYTHON = os.path.join(REPOSITORY, ".venv-jax", "bin", "python")
-EXPORT = os.path.join(REPOSITORY, "bench", "export_xla_step.py")
-RUN = os.path.join(REPOSITORY, "bench", "run_xla_step.py")
+from helpers import REPO, TOOLS_XLA, python_path_env
+
+JAX_PYTHON = os.path.join(REPO, ".venv-jax", "bin", "python")
+EXPORT = os.path.join(TOOLS_XLA, "export_xla_step.py")
+RUN = os.path.join(TOOLS_XLA, "run_xla_step.py")
 # Runs the runner as its `__main__` and then says which modules of TensorFlow or Keras were asked for: a finder
-# placed first on the import path records every attempt, imported or not.
+# placed first on the import path records every attempt, imported or not. The child has tools/xla/ (the script's
+# folder, as `python tools/xla/run_xla_step.py` has it) and the repository on PYTHONPATH.
 WATCHED_RUN = """
-import os, runpy, sys
+import runpy, sys
 attempts = []
 class Watch:
     def find_spec(self, name, path=None, target=None):
@@ -26,7 +29,6 @@ class Watch:
         return None
 sys.meta_path.insert(0, Watch())
 sys.argv = sys.argv[1:]
-sys.path.insert(0, os.path.dirname(sys.argv[0]))  # as `python bench/run_xla_step.py` does
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 except SystemExit as exit:
@@ -41,8 +43,7 @@ pytestmark = pytest.mark.large
 @pytest.fixture(scope="module")
 def jax_python():
     if not os.path.exists(JAX_PYTHON):
-        pytest.fail(f"{JAX_PYTHON} is missing: run `make jax-venv` (jax 0.11.2 on Python 3.12, as on the GPU "
-                    f"machine).")
+        pytest.fail(f"{JAX_PYTHON} is missing: run `make jax-venv` (jax 0.11.2 on Python 3.12).")
     return JAX_PYTHON
 
 
@@ -50,14 +51,15 @@ def jax_python():
 def tiny_step(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("xla_step") / "tiny_f32_8x16")
     done = subprocess.run([sys.executable, EXPORT, "--preset=tiny", "--precision=float32", "--batch=8", "--seq=16",
-                           "--preds=4", f"--out={out}"], capture_output=True, text=True, timeout=600)
+                           "--preds=4", f"--out={out}"], env=python_path_env(REPO), capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
 
 def run_step(jax_python, folder, *flags):
     done = subprocess.run([jax_python, "-c", WATCHED_RUN, RUN, folder, "--runs=2", *flags], capture_output=True,
-                          text=True, timeout=600, cwd=REPOSITORY)
+                          text=True, timeout=600, cwd=REPO, env=python_path_env(TOOLS_XLA, REPO))
     lines = done.stdout.strip().splitlines()
     return done.returncode, lines, done.stderr
 

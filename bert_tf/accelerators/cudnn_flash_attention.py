@@ -137,7 +137,7 @@ def run_attention_kernel(attention, jit_compile, mixed_precision, attention_drop
 
 def attention_kernel(attention):
     """The kernel of a `model.attention` value, unchecked (None for "einsum"): for tracing a program on a machine
-    that will not run it (bench/export_xla_step.py exports GPU steps on a CPU).
+    that will not run it (tools/xla/export_xla_step.py exports GPU steps on a CPU).
 
     Example:
     >>> attention_kernel("cudnn_flash").name

@@ -1,15 +1,15 @@
 """Two exported training steps of one model, run from the same weights and batch: whether every output agrees, and
 how fast each step is. The reference is the first (today's attention); the candidate the second (e.g. the same model
-with `model.attention=cudnn_flash`). Needs only jax, jaxlib and numpy, like `bench/run_xla_step.py`.
+with `model.attention=cudnn_flash`). Needs only jax, jaxlib and numpy, like `tools/xla/run_xla_step.py`.
 
-    python3 bench/agree_xla_steps.py xla_steps/gpu_session/slice4_128_einsum_nodrop \\
+    PYTHONPATH=. python3 tools/xla/agree_xla_steps.py xla_steps/gpu_session/slice4_128_einsum_nodrop \\
         xla_steps/gpu_session/slice4_128_cudnn_flash --platform=gpu --results=bench/results
 
 Both steps must take the same parameters (names, shapes, dtypes: the same model, optimizer and batch). Each is run
 once from the same arguments; every output (the updated variables, the loss and metric sums) is compared: a float
 output by its largest difference as a fraction of the reference's change of it in that step, an integer one exactly.
 Then each is timed over `--runs` steps. One row per step goes to `--results`/agree_xla_steps/results.jsonl
-(`gpu_results`' fields with `agreement`, `worst_error` and `worst_output`), and the last line printed is
+(`bench.harness.step_row`'s fields with `agreement`, `worst_error` and `worst_output`), and the last line printed is
 `agreement: ok` or `agreement: FAILED ...` (exit 1).
 """
 
@@ -18,10 +18,11 @@ import os
 import sys
 import time
 
-import gpu_results  # bench/ is the script's folder
 import numpy as np
 from run_xla_step import ExportedStep
 from stablehlo_program import stablehlo_bytecode
+
+from bench import harness
 
 # The largest difference allowed, as a fraction of the reference's update of that output: both steps compute in
 # bfloat16, and fusing attention reorders its roundings; 0.1 is run_xla_step's GPU bound for bf16 steps.
@@ -98,7 +99,7 @@ def _next(step, arguments, outputs):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("reference", help="A step folder (bench/export_xla_step.py): today's computation.")
+    parser.add_argument("reference", help="A step folder (tools/xla/export_xla_step.py): today's computation.")
     parser.add_argument("candidate", help="A step folder of the same model computed another way.")
     parser.add_argument("--platform", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--warmup_runs", type=int, default=1, help="Untimed steps of each first (the compared one "
@@ -108,7 +109,7 @@ def parse_args(argv=None):
                         help="Move one weight of the candidate's arguments, so the check must fail (the negative "
                              "control).")
     parser.add_argument("--run_id", default=None)
-    parser.add_argument("--results", default=gpu_results.RESULTS, help="Rows go to RESULTS/agree_xla_steps/.")
+    parser.add_argument("--results", default=harness.RESULTS, help="Rows go to RESULTS/agree_xla_steps/.")
     return parser.parse_args(argv)
 
 
@@ -119,18 +120,18 @@ def main(argv=None):
     name, worst = errors[0]
     agreement = "ok" if worst <= TOLERANCE else (
         f"FAILED ({name} differs by {worst:.3g} of its update, over the {TOLERANCE:g} allowed)")
-    run_id = args.run_id or gpu_results.new_run_id()
+    run_id = args.run_id or harness.new_run_id()
     for step, step_figures in zip((reference, candidate), figures):
         manifest = step.manifest
-        row = gpu_results.step_row(
-            "bert_tf", gpu_results.step_variant(manifest), step_figures["device"], manifest["preset"],
+        row = harness.step_row(
+            "bert_tf", harness.step_variant(manifest), step_figures["device"], manifest["preset"],
             manifest["seq"], manifest["batch"], manifest["micro_batch"], manifest["batch"] / step_figures["step_s"],
             manifest["model_flops_per_step"] / manifest["batch"], run_id)
         row.update(name=manifest["name"], compile_s=step_figures["compile_s"],
                    warmup_steps=max(args.warmup_runs, 1), timed_steps=args.runs,
                    step_ms=round(step_figures["step_s"] * 1e3, 3), agreement=agreement, worst_error=worst,
                    worst_output=name, reference=reference.manifest["name"], platform=args.platform)
-        gpu_results.append_row(os.path.join(args.results, "agree_xla_steps"), row)
+        harness.append_row(os.path.join(args.results, "agree_xla_steps"), row)
         print(f"{manifest['name']} ({row['variant']}): {row['step_ms']:.2f} ms/step, {row['sequences_per_s']} "
               f"sequences/s, MFU {row['mfu']:.1%}, compiled in {row['compile_s']} s", flush=True)
     print(f"worst output: {name}, {worst:.3g} of its update (tolerance {TOLERANCE:g})")

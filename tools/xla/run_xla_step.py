@@ -1,10 +1,10 @@
-"""Runs a training step exported by `bench/export_xla_step.py` under jaxlib's XLA, where TensorFlow is not
-installed (the GPU machine), checks it against TensorFlow's own run and measures it. Needs only jax, jaxlib and
-numpy: it never imports TensorFlow. See docs/accelerators.md, "TensorFlow's step under XLA:GPU".
+"""Runs a training step exported by `tools/xla/export_xla_step.py` under jaxlib's XLA (on a machine with a GPU and
+jax, or on a CPU), checks it against TensorFlow's own run and measures it. Needs only jax, jaxlib and numpy: it
+never imports TensorFlow. See docs/accelerators.md, "TensorFlow's step under XLA:GPU".
 
-    python bench/run_xla_step.py /tmp/xla_tiny                       # on the CPU
-    python bench/run_xla_step.py xla_steps/large_128_mb256 --platform=gpu --runs=10
-    python bench/run_xla_step.py /tmp/xla_tiny --perturb             # the negative control: must fail
+    PYTHONPATH=. python tools/xla/run_xla_step.py /tmp/xla_tiny                       # on the CPU
+    PYTHONPATH=. python tools/xla/run_xla_step.py xla_steps/large_128_mb256 --platform=gpu --runs=10
+    PYTHONPATH=. python tools/xla/run_xla_step.py /tmp/xla_tiny --perturb             # the negative control: must fail
 
 The program (`HloModuleProto`) is converted to StableHLO by jaxlib's own converter and compiled by the platform's
 XLA; weights and Adam slots are regenerated from their pattern, the rest read from the export. One step is run and
@@ -27,9 +27,7 @@ import numpy as np
 from stablehlo_program import stablehlo_bytecode
 from xla_step_format import CHECK_FILE, INPUTS_FILE, MANIFEST_FILE, PROGRAM_FILE, parameter_value, sample_indices
 
-REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPOSITORY)
-from bert_tf.accelerators.device_peaks import device_spec  # noqa: E402  (pure Python: no TensorFlow)
+from bert_tf.accelerators.device_peaks import device_spec  # pure Python, from the checkout (PYTHONPATH=.)
 
 # The largest difference from TensorFlow's CPU run allowed, as a fraction of the step's largest change of that
 # output (its update), by (precision, platform). Measured on this CPU (TF 2.21 XLA:CPU against jaxlib 0.11.2
@@ -48,7 +46,7 @@ class OutOfMemory(Exception):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", help="A folder written by bench/export_xla_step.py.")
+    parser.add_argument("folder", help="A folder written by tools/xla/export_xla_step.py.")
     parser.add_argument("--platform", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--runs", type=int, default=5, help="Steps in the timed loop.")
     parser.add_argument("--perturb", action="store_true",

@@ -1,7 +1,7 @@
 """The standard set of exported training steps of BERT-base and BERT-large, made with TensorFlow on any machine and
-run on a GPU machine that has only jax (docs/accelerators.md, "TensorFlow's step under XLA:GPU"): `export` writes
-the set to `xla_steps/`; copy the repository's `bench/` and `bert_tf/` folders and `xla_steps/` to the GPU machine
-and run `run` there (jax, jaxlib and numpy only, never TensorFlow).
+run on a machine with a GPU and jax (docs/accelerators.md, "TensorFlow's step under XLA:GPU"): `export` writes the
+set to `xla_steps/`; with the repository and `xla_steps/` on the machine with a GPU and jax, `run` runs it there
+(jax, jaxlib and numpy only, never TensorFlow).
 
 The set, most important first: one small checked step (BERT-base, mixed_bfloat16, 2 x 128, with TensorFlow's
 results), then BERT-large and BERT-base at 128 and 512 tokens in mixed_bfloat16 at the paper's global batch of 256
@@ -9,22 +9,25 @@ with `--platform=h100_80gb`'s micro-batches (configs/platforms.yaml), then a fal
 each, run only when its step ran out of memory. Paper-batch steps are exported without running them with
 TensorFlow (256 sequences of BERT-large need more memory than a CPU machine usually has).
 
-    .venv/bin/python bench/xla_step_set.py export                     # writes xla_steps/
-    python3 bench/xla_step_set.py run --platform=gpu                  # on the GPU machine; resumes
+    PYTHONPATH=. .venv/bin/python tools/xla/xla_step_set.py export      # writes xla_steps/
+    PYTHONPATH=. python3 tools/xla/xla_step_set.py run --platform=gpu   # with a GPU and jax; resumes
 
 `run` runs each step in its own process and writes its figures to `--results` (one JSON file per step, and a line
-of `results.jsonl`) as soon as it finishes. It stops at `--deadline_s` (5 minutes by default), cutting a running
-step short, so a call can be kept short; the next call skips every step that has figures and runs the rest.
+of `results.jsonl`) as soon as it finishes. With `--deadline_s` it stops starting steps after that many seconds,
+cutting a running step short; the next call skips every step that has figures and runs the rest.
 """
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 
-BENCH = os.path.dirname(os.path.abspath(__file__))
+from bench import harness
+
+TOOLS_XLA = os.path.dirname(os.path.abspath(__file__))
 GLOBAL_BATCH = 256
 PREDICTIONS = {128: 20, 512: 80}  # the paper recipes' max_predictions_per_seq per phase length
 # h100_80gb's micro-batches in configs/platforms.yaml (tests/test_platforms.py checks that they agree).
@@ -55,11 +58,11 @@ def export(args):
         if os.path.exists(os.path.join(out, "manifest.json")):
             print(f"{step['name']}: exported already")
             continue
-        command = [sys.executable, os.path.join(BENCH, "export_xla_step.py"), f"--out={out}"] + [
+        command = [sys.executable, os.path.join(TOOLS_XLA, "export_xla_step.py"), f"--out={out}"] + [
             f"--{flag}={step[flag]}" for flag in ("preset", "precision", "batch", "seq", "preds", "micro_batch")]
         subprocess.run(command + ([] if step["check"] else ["--no_check"]), check=True)
     total = sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(args.steps) for name in names)
-    print(f"the set: {total / 2**20:.1f} MiB in {args.steps}: copy it to the GPU machine with bench/ and bert_tf/")
+    print(f"the set: {total / 2**20:.1f} MiB in {args.steps}: run it with `xla_step_set.py run` where jax has a GPU")
     return 0
 
 
@@ -77,15 +80,15 @@ def run(args):
             continue
         if step["fallback_for"] and "out of memory" not in outcomes.get(step["fallback_for"], ""):
             continue  # its step fitted (or has not run yet): the half micro-batch is not needed
-        left = args.deadline_s - (time.monotonic() - started)
+        left = math.inf if args.deadline_s is None else args.deadline_s - (time.monotonic() - started)
         if left < args.min_start_s:
             print(f"deadline: {left:.0f} s left, too little to start {name}; call again to resume", flush=True)
             return 2
         print(f"--- {name}", flush=True)
-        command = [sys.executable, os.path.join(BENCH, "run_xla_step.py"), os.path.join(args.steps, name),
+        command = [sys.executable, os.path.join(TOOLS_XLA, "run_xla_step.py"), os.path.join(args.steps, name),
                    f"--platform={args.platform}", f"--runs={args.runs}", f"--json={figures_file}.partial"]
         try:
-            subprocess.run(command, timeout=left)
+            subprocess.run(command, timeout=None if left == math.inf else left)
         except subprocess.TimeoutExpired:
             print(f"deadline: {name} was stopped after {left:.0f} s; call again to resume", flush=True)
             return 2
@@ -96,8 +99,7 @@ def run(args):
         with open(figures_file, encoding="utf-8") as f:
             figures = json.load(f)
         outcomes[name] = figures["agreement"]
-        with open(os.path.join(args.results, "results.jsonl"), "a", encoding="utf-8") as f:
-            f.write(json.dumps(figures) + "\n")
+        harness.append_row(args.results, figures)  # with the command and `source: measured`
     print(f"the set is done in {time.monotonic() - started:.0f} s: figures in {args.results}", flush=True)
     return 0
 
@@ -109,7 +111,8 @@ def main(argv=None):
     parser.add_argument("--results", default="xla_step_results", help="run: where each step's figures go.")
     parser.add_argument("--platform", default="gpu", choices=("cpu", "gpu"), help="run: the platform.")
     parser.add_argument("--runs", type=int, default=10, help="run: steps in each timed loop.")
-    parser.add_argument("--deadline_s", type=float, default=300.0, help="run: stop starting steps after this.")
+    parser.add_argument("--deadline_s", type=float, default=None,
+                        help="run: stop starting steps after this many seconds (default: run them all).")
     parser.add_argument("--min_start_s", type=float, default=20.0,
                         help="run: do not start a step with less time than this left.")
     args = parser.parse_args(argv)

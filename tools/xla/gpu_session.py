@@ -1,44 +1,47 @@
 """One prepared GPU session for the step's speed (docs/gpu_attention.md, "Measuring it on a GPU"): where the step's
 time goes, Hugging Face's BERT beside it, cuDNN flash attention against today's attention, most important first.
 
-    .venv/bin/python bench/gpu_session.py --prepare --steps=xla_steps/gpu_session      # with TensorFlow, any CPU
-    python3 bench/gpu_session.py --steps=xla_steps/gpu_session --out=bench/results      # on the GPU machine
+    PYTHONPATH=. .venv/bin/python tools/xla/gpu_session.py --prepare --steps=xla_steps/gpu_session  # TensorFlow
+    PYTHONPATH=. python3 tools/xla/gpu_session.py --steps=xla_steps/gpu_session --out=bench/results  # GPU and jax
 
-`--prepare` exports every step the session runs (bench/export_xla_step.py, programs and batches only: weights are
-regenerated from seeds on the GPU side), each in its own process, skipping those already exported, and checks that
-the folder stays under 64 MiB. The session itself needs python3 with jax 0.11.2 (CUDA), torch and transformers, and
-never imports TensorFlow. Its stages, in order:
+`--prepare` exports every step the session runs (tools/xla/export_xla_step.py, programs and batches only: weights
+are regenerated from seeds where the steps run), each in its own process, skipping those already exported, and
+prints the folder's size. The session itself runs on a machine with a GPU and jax: python3 with jax 0.11.2 (CUDA),
+torch and transformers, never TensorFlow. Its stages, in order:
 1. the card and today's step: the bf16 matmul rate; for BERT-large and BERT-base at 128 and 512 tokens (global
-   batch 256, `h100_80gb`'s micro-batches), the step profiled (bench/profile_xla_step.py) and Hugging Face's
-   `BertForPreTraining` at the same shape (bench/bench_hf_bert.py);
+   batch 256, `h100_80gb`'s micro-batches), the step profiled (tools/xla/profile_xla_step.py) and Hugging Face's
+   `BertForPreTraining` at the same shape (bench/bench_hf_bert.py, the peer benchmark);
 2. the levers on a 4-layer slice of BERT-large (same width and heads): cuDNN flash attention against today's
-   attention without attention dropout, run from the same weights (bench/agree_xla_steps.py: agreement and speed of
+   attention without attention dropout, run from the same weights (tools/xla/agree_xla_steps.py: agreement and speed of
    both), today's attention with dropout as the default is, and XLA's cuDNN LayerNorm flag;
 3. the full models with flash attention where the slice agreed at that length, and Hugging Face under
    `torch.compile`.
 
-Each task runs in its own process and writes its result lines under `--out`/<script>/ as soon as it has them. The
-session stops starting tasks before `--deadline_s` (a task that does not fit the time left waits for the next
-call), and `--out`/gpu_session/ledger.jsonl records every finished task, so a second call resumes with the tasks
-left. `--scale=tiny` is the same session on the tiny model on a CPU (a dry run: the flash tasks fail there, as
-XLA:CPU has no cuDNN).
+Each task runs in its own process and writes its result lines under `--out`/<script>/ as soon as it has them.
+`--out`/gpu_session/ledger.jsonl records every finished task, so a second call resumes with the tasks left; with
+`--deadline_s` the session starts no task that does not fit the time left (it waits for the next call).
+`--scale=tiny` is the same session on the tiny model on a CPU (a dry run: the flash tasks fail there, as XLA:CPU
+has no cuDNN).
 """
 
 import argparse
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 
-import gpu_results  # bench/ is the script's folder
 import numpy as np
 from xla_step_format import INPUTS_FILE, MANIFEST_FILE
 from xla_step_set import GLOBAL_BATCH, H100_MICRO_BATCH, PREDICTIONS
 
-BENCH = os.path.dirname(os.path.abspath(__file__))
-MAX_INPUT_BYTES = 64 * 2**20  # what one copy to the GPU machine may carry
+from bench import harness
+
+TOOLS_XLA = os.path.dirname(os.path.abspath(__file__))
+REPOSITORY = os.path.dirname(os.path.dirname(TOOLS_XLA))
+HF_BENCHMARK = "bench.bench_hf_bert"  # run as a module from the repository (bench/README.md)
 NO_ATTENTION_DROPOUT = ("model.attention_probs_dropout_prob=0.0",)
 FLASH = ("model.attention=cudnn_flash",) + NO_ATTENTION_DROPOUT
 CUDNN_LAYER_NORM = "--xla_gpu_enable_cudnn_layer_norm=true"
@@ -57,7 +60,6 @@ class Scale:
     steps: tuple  # (warmup, timed): the same for our step and Hugging Face's
     matmul_size: int
     profiled_runs: int
-    deadline_s: float
 
 
 SCALES = {
@@ -65,9 +67,9 @@ SCALES = {
         shapes=tuple((preset, seq, PREDICTIONS[seq], GLOBAL_BATCH, H100_MICRO_BATCH[(preset, seq)])
                      for preset, seq in (("large", 128), ("large", 512), ("base", 128), ("base", 512))),
         slice_preset="large", slice_layers=4, platform="gpu", torch_device="cuda", steps=(3, 10),
-        matmul_size=8192, profiled_runs=3, deadline_s=480.0),
+        matmul_size=8192, profiled_runs=3),
     "tiny": Scale(shapes=(("tiny", 16, 4, 8, 4),), slice_preset="tiny", slice_layers=1, platform="cpu",
-                  torch_device="cpu", steps=(1, 1), matmul_size=256, profiled_runs=1, deadline_s=600.0),
+                  torch_device="cpu", steps=(1, 1), matmul_size=256, profiled_runs=1),
 }
 
 
@@ -137,7 +139,7 @@ def prepare(steps_dir, scale):
         if os.path.exists(os.path.join(out, "manifest.json")):
             print(f"{name}: exported already", flush=True)
             continue
-        command = [sys.executable, os.path.join(BENCH, "export_xla_step.py"), f"--out={out}", f"--preset={preset}",
+        command = [sys.executable, os.path.join(TOOLS_XLA, "export_xla_step.py"), f"--out={out}", f"--preset={preset}",
                    "--precision=mixed_bfloat16", f"--batch={batch}", f"--seq={seq}", f"--preds={preds}",
                    f"--micro_batch={micro}", "--no_check"] + [f"--set={setting}" for setting in settings]
         subprocess.run(command, check=True)
@@ -149,14 +151,14 @@ def prepare(steps_dir, scale):
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One measurement: a script run in its own process (by the jax or the torch Python: `uses_torch`), its stage,
-    the time it may
-    take (`timeout_s`) and the time it needs to be worth starting (`min_s`), `needs`: a task that must have ended
-    with `agreement: ok` first, `env`: variables set for it."""
+    """One measurement: a script run in its own process (a neighbour by the jax Python, or Hugging Face's benchmark
+    by the torch Python: `uses_torch`), its stage, the time it may take (`timeout_s`) and the time it needs to be
+    worth starting (`min_s`), `needs`: a task that must have ended with `agreement: ok` first, `env`: variables set
+    for it."""
 
     name: str
     stage: int
-    argv: tuple  # the script (a file in bench/) and its flags
+    argv: tuple  # the script (a file in tools/xla/, or HF_BENCHMARK) and its flags
     timeout_s: float
     min_s: float
     needs: str = None
@@ -164,7 +166,7 @@ class Task:
 
     @property
     def uses_torch(self):
-        return self.argv[0] == "bench_hf_bert.py"
+        return self.argv[0] == HF_BENCHMARK
 
 
 def tasks(scale, steps_dir, out, run_id):
@@ -181,13 +183,13 @@ def tasks(scale, steps_dir, out, run_id):
 
     def hf(preset, seq, preds, batch, micro, compiled=False):
         warmup, timed = scale.steps
-        return ("bench_hf_bert.py", f"--preset={preset}", f"--seq={seq}", f"--preds={preds}", f"--batch={batch}",
+        return (HF_BENCHMARK, f"--preset={preset}", f"--seq={seq}", f"--preds={preds}", f"--batch={batch}",
                 f"--micro_batch={micro}", f"--device={scale.torch_device}", f"--warmup={warmup}",
                 f"--steps={timed}", f"--results={os.path.join(out, 'bench_hf_bert')}",
                 f"--run_id={run_id}") + (("--compile",) if compiled else ())
 
     big = scale.platform == "gpu"
-    plan = [Task("matmul_bf16", 1, ("bench_hf_bert.py", "--matmul", f"--device={scale.torch_device}",
+    plan = [Task("matmul_bf16", 1, (HF_BENCHMARK, "--matmul", f"--device={scale.torch_device}",
                                     f"--matmul_size={scale.matmul_size}",
                                     f"--results={os.path.join(out, 'bench_hf_bert')}", f"--run_id={run_id}"), 60, 20)]
     for preset, seq, preds, batch, micro in scale.shapes:
@@ -238,11 +240,11 @@ def agreement_of(log_file):
 
 
 def run_session(scale, steps_dir, out, deadline_s, stages, run_id=None, jax_python=None, torch_python=None):
-    """Runs the tasks not finished yet, until the deadline, the jax tasks with `jax_python` and the torch ones with
-    `torch_python` (both this Python by default); returns 0 when every task has run, 2 when some wait for another
-    call."""
+    """Runs the tasks not finished yet, until `deadline_s` (None: no deadline), the jax tasks with `jax_python` and
+    the torch ones with `torch_python` (both this Python by default); returns 0 when every task has run, 2 when some
+    wait for another call."""
     started = time.monotonic()
-    run_id = run_id or gpu_results.new_run_id()
+    run_id = run_id or harness.new_run_id()
     session_dir = os.path.join(out, "gpu_session")
     os.makedirs(os.path.join(session_dir, "logs"), exist_ok=True)
     ledger_file = os.path.join(session_dir, "ledger.jsonl")
@@ -256,7 +258,7 @@ def run_session(scale, steps_dir, out, deadline_s, stages, run_id=None, jax_pyth
                 continue
             waiting.append(task.name)
             continue
-        left = deadline_s - (time.monotonic() - started)
+        left = math.inf if deadline_s is None else deadline_s - (time.monotonic() - started)
         if left < task.min_s:
             waiting.append(task.name)
             continue
@@ -266,9 +268,12 @@ def run_session(scale, steps_dir, out, deadline_s, stages, run_id=None, jax_pyth
         with open(log_file, "w", encoding="utf-8") as log:
             try:
                 python = (torch_python if task.uses_torch else jax_python) or sys.executable
-                done = subprocess.run([python, os.path.join(BENCH, task.argv[0]), *task.argv[1:]],
-                                      stdout=log, stderr=subprocess.STDOUT, timeout=min(task.timeout_s, left),
-                                      env={**os.environ, **dict(task.env)})
+                script = ["-m", task.argv[0]] if task.uses_torch else [os.path.join(TOOLS_XLA, task.argv[0])]
+                # The repository on the path, as for this script (tools/xla/README.md), wherever it was started.
+                path = os.pathsep.join([REPOSITORY] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+                done = subprocess.run([python, *script, *task.argv[1:]], stdout=log, stderr=subprocess.STDOUT,
+                                      timeout=min(task.timeout_s, left),
+                                      env={**os.environ, "PYTHONPATH": path, **dict(task.env)})
                 status = "ok" if done.returncode == 0 else f"failed (exit {done.returncode})"
             except subprocess.TimeoutExpired:
                 if left < task.timeout_s:  # cut by the session's deadline, not by its own limit: run it again
@@ -279,7 +284,7 @@ def run_session(scale, steps_dir, out, deadline_s, stages, run_id=None, jax_pyth
         entry = {"task": task.name, "stage": task.stage, "status": status, "run_id": run_id,
                  "seconds": round(time.monotonic() - task_started, 1), "agreement": agreement_of(log_file),
                  "env": dict(task.env)}
-        gpu_results.append_row(session_dir, entry, file_name="ledger.jsonl")
+        harness.append_row(session_dir, entry, file_name="ledger.jsonl")
         ledger[task.name] = entry
         with open(log_file, encoding="utf-8", errors="replace") as f:
             tail = f.read().strip().splitlines()[-3:]
@@ -297,12 +302,12 @@ def parse_args(argv=None):
     parser.add_argument("--prepare", action="store_true", help="Export the session's steps (needs TensorFlow).")
     parser.add_argument("--steps", default=os.path.join("xla_steps", "gpu_session"),
                         help="The exported steps' folder.")
-    parser.add_argument("--out", default=gpu_results.RESULTS,
+    parser.add_argument("--out", default=harness.RESULTS,
                         help="Where result lines go (OUT/<script>/results.jsonl) and the session's ledger and logs.")
     parser.add_argument("--scale", default="paper", choices=sorted(SCALES),
                         help="paper: the GPU session; tiny: the same tasks on the tiny model on a CPU (a dry run).")
     parser.add_argument("--deadline_s", type=float, default=None,
-                        help="Start no task after this many seconds (default: 480 for paper, 600 for tiny).")
+                        help="Start no task that does not fit this many seconds (default: no deadline).")
     parser.add_argument("--stages", default="1,2,3", help="Which stages to run, e.g. 1 or 2,3.")
     parser.add_argument("--jax_python", default=None, help="The Python of the jax tasks (default: this one).")
     parser.add_argument("--torch_python", default=None, help="The Python of the torch tasks (default: this one).")
@@ -315,19 +320,14 @@ def main(argv=None):
     if args.prepare:
         size = prepare(args.steps, scale)
         print(f"the session's steps: {size / 2**20:.1f} MiB in {args.steps}", flush=True)
-        if size > MAX_INPUT_BYTES:
-            print(f"{args.steps} holds {size / 2**20:.1f} MiB, over the 64 MiB one copy may carry: copy it in parts "
-                  f"or export fewer steps.", file=sys.stderr)
-            return 1
         return 0
     missing = [name for name in exports(scale) if not os.path.exists(os.path.join(args.steps, name, "manifest.json"))]
     if missing:
-        print(f"{args.steps} lacks {', '.join(missing)}: run `python bench/gpu_session.py --prepare "
+        print(f"{args.steps} lacks {', '.join(missing)}: run `PYTHONPATH=. python tools/xla/gpu_session.py --prepare "
               f"--steps={args.steps}` with TensorFlow first.", file=sys.stderr)
         return 2
     stages = {int(stage) for stage in args.stages.split(",")}
-    deadline_s = scale.deadline_s if args.deadline_s is None else args.deadline_s
-    return run_session(scale, args.steps, args.out, deadline_s, stages,
+    return run_session(scale, args.steps, args.out, args.deadline_s, stages,
                        jax_python=args.jax_python, torch_python=args.torch_python)
 
 

@@ -1,6 +1,6 @@
-"""The format of an exported training step (`bench/export_xla_step.py` writes it, `bench/run_xla_step.py` reads it):
-the file names, the weight pattern both sides regenerate, and the fixed sample of outputs the check compares.
-numpy and the standard library only, so the runner imports it where TensorFlow cannot be installed.
+"""The format of an exported training step (`tools/xla/export_xla_step.py` writes it, `tools/xla/run_xla_step.py`
+reads it): the file names, the weight pattern both sides regenerate, and the fixed sample of outputs the check
+compares. numpy and the standard library only, so the runner imports it where TensorFlow is not installed.
 
 A folder holds:
 - `program.hlo.pb.gz`: the step's `HloModuleProto` as `experimental_get_compiler_ir(...)(stage="hlo_serialized")`

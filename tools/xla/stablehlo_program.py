@@ -19,7 +19,7 @@ import re
 def stablehlo_bytecode(program, keep_op_names=False):
     """The HLO module proto `program` (bytes) as StableHLO bytecode without MHLO ops. `keep_op_names`: keep the
     HLO's op names (TensorFlow's, `pretrainer/bert/layer_3/self/Softmax`) as locations, which XLA turns back into
-    each compiled instruction's `op_name` (bench/profile_xla_step.py groups kernels by them)."""
+    each compiled instruction's `op_name` (tools/xla/profile_xla_step.py groups kernels by them)."""
     from jax._src.interpreters import mlir as jax_mlir
     from jax._src.lib.mlir import ir
     from jaxlib import _jax

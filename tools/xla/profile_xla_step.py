@@ -1,9 +1,9 @@
-"""Where the device time of an exported training step goes: runs a step written by `bench/export_xla_step.py` under
+"""Where the device time of an exported training step goes: runs a step written by `tools/xla/export_xla_step.py` under
 jax's profiler and prints its device time kernel by kernel and grouped by what the kernels compute. Needs only jax,
-jaxlib and numpy (never TensorFlow), like `bench/run_xla_step.py`, whose loader it uses.
+jaxlib and numpy (never TensorFlow), like `tools/xla/run_xla_step.py`, whose loader it uses.
 
-    python bench/profile_xla_step.py xla_steps/large_128_mb256 --platform=gpu
-    python bench/profile_xla_step.py /tmp/xla_tiny --platform=cpu --runs=2      # the tool exercised; figures of a CPU
+    PYTHONPATH=. python tools/xla/profile_xla_step.py xla_steps/large_128_mb256 --platform=gpu
+    PYTHONPATH=. python tools/xla/profile_xla_step.py /tmp/xla_tiny --platform=cpu --runs=2  # a CPU's figures
 
 The program is converted to StableHLO keeping TensorFlow's op names as locations (`stablehlo_bytecode(...,
 keep_op_names=True)`), so XLA's compiled program carries each op's TensorFlow name
@@ -24,9 +24,10 @@ import tempfile
 import time
 import warnings
 
-import gpu_results  # bench/ is the script's folder
 from run_xla_step import ExportedStep
 from stablehlo_program import stablehlo_bytecode
+
+from bench import harness
 
 GROUPS = ("encoder matmuls", "head and embedding matmuls", "attention batched matmuls", "cuDNN flash attention",
           "softmax, mask, dropout", "LayerNorm", "GELU and other element-wise", "losses",
@@ -231,7 +232,7 @@ def summarize(step, figures, kernels, variant, run_id, top):
     for group, *_, ns in kernels:
         groups[group] += ns / runs / 1e6
     flops_per_sequence = manifest["model_flops_per_step"] / manifest["batch"]
-    row = gpu_results.step_row("bert_tf", variant, figures["device"], manifest["preset"], manifest["seq"],
+    row = harness.step_row("bert_tf", variant, figures["device"], manifest["preset"], manifest["seq"],
                                manifest["batch"], manifest["micro_batch"], manifest["batch"] / figures["step_s"],
                                flops_per_sequence, run_id)
     row.update(platform=figures["platform"], jaxlib=figures["jaxlib"], precision=manifest["precision"],
@@ -251,7 +252,7 @@ def summarize(step, figures, kernels, variant, run_id, top):
              f"input pipeline",
              f"step: {row['step_ms']:.2f} ms wall ({figures['timed_runs']} steps timed without the profiler; "
              f"{row['profiled_step_ms']:.2f} ms under it), {device_ms:.2f} ms {time_kind}, {row['sequences_per_s']} "
-             f"sequences/s, MFU {row['mfu']:.1%} of {gpu_results.DENSE_BF16_PEAK_TFLOPS} TFLOP/s",
+             f"sequences/s, MFU {row['mfu']:.1%} of {harness.DENSE_BF16_PEAK_TFLOPS} TFLOP/s",
              f"custom calls in the compiled program: {figures['custom_calls'] or 'none'}; XLA_FLAGS="
              f"{figures['xla_flags'] or '(unset)'}",
              f"groups ({time_kind} per step):"]
@@ -266,7 +267,7 @@ def summarize(step, figures, kernels, variant, run_id, top):
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", help="A folder written by bench/export_xla_step.py.")
+    parser.add_argument("folder", help="A folder written by tools/xla/export_xla_step.py.")
     parser.add_argument("--platform", default="cpu", choices=("cpu", "gpu"))
     parser.add_argument("--runs", type=int, default=3, help="Steps profiled (after the unprofiled ones).")
     parser.add_argument("--warmup_runs", type=int, default=1, help="Untimed steps first (at least one).")
@@ -274,9 +275,9 @@ def parse_args(argv=None):
                         help="Steps timed without the profiler first, for the row's speed (0: the profiled steps').")
     parser.add_argument("--top", type=int, default=25, help="Kernels listed one by one.")
     parser.add_argument("--variant", default=None,
-                        help="The row's `variant` (default: the step's, gpu_results.step_variant).")
+                        help="The row's `variant` (default: the step's, harness.step_variant).")
     parser.add_argument("--run_id", default=None, help="The row's `run_id` (default: the start time).")
-    parser.add_argument("--results", default=os.path.join(gpu_results.RESULTS, "profile_xla_step"),
+    parser.add_argument("--results", default=os.path.join(harness.RESULTS, "profile_xla_step"),
                         help="The folder the result line is appended to (results.jsonl).")
     parser.add_argument("--trace_dir", default=None, help="Where the profiler writes (default: a temporary folder).")
     return parser.parse_args(argv)
@@ -287,12 +288,12 @@ def main(argv=None):
     step = ExportedStep(args.folder)
     trace_dir = args.trace_dir or tempfile.mkdtemp(prefix="profile_xla_step_")
     figures, kernels = profile(step, args.platform, args.runs, trace_dir, args.timed_runs, args.warmup_runs)
-    variant = args.variant or gpu_results.step_variant(step.manifest)
-    lines, row = summarize(step, figures, kernels, variant, args.run_id or gpu_results.new_run_id(), args.top)
+    variant = args.variant or harness.step_variant(step.manifest)
+    lines, row = summarize(step, figures, kernels, variant, args.run_id or harness.new_run_id(), args.top)
     if not kernels:  # the step's speed is still a result: the row is written without groups
         lines.append(f"profile: no kernels found in {figures['trace']}: the profiler recorded no device events "
                      f"(its planes: {', '.join(figures['planes'])})")
-    gpu_results.append_row(args.results, row)
+    harness.append_row(args.results, row)
     print("\n".join(lines), flush=True)
     return 0 if kernels else 1
 

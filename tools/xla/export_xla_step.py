@@ -1,5 +1,5 @@
-"""Exports one training step of bert_tf as the XLA program a GPU run compiles, for `bench/run_xla_step.py` to run
-where TensorFlow cannot be installed (the GPU machine: jax 0.11.2, no TensorFlow). See docs/accelerators.md,
+"""Exports one training step of bert_tf as the XLA program a GPU run compiles, for `tools/xla/run_xla_step.py` to run
+on a machine with a GPU and jax (jax 0.11.2, no TensorFlow needed). See docs/accelerators.md,
 "TensorFlow's step under XLA:GPU".
 
 The step is built as `bert-pretrain --platform=h100_80gb` builds it: the paper recipe of the preset, the model and
@@ -15,10 +15,10 @@ step on this CPU and a fixed sample of each output is written for the runner to 
 paper-batch step: 256 sequences of BERT-large do not fit this machine's memory to run) only the program is
 exported.
 
-    .venv/bin/python bench/export_xla_step.py --preset=tiny --precision=float32 --batch=8 --seq=16 --preds=4 \\
-        --out=/tmp/xla_tiny
-    .venv/bin/python bench/export_xla_step.py --preset=large --precision=mixed_bfloat16 --batch=256 --seq=128 \\
-        --preds=20 --micro_batch=256 --no_check --out=xla_steps/large_128_mb256
+    PYTHONPATH=. .venv/bin/python tools/xla/export_xla_step.py --preset=tiny --precision=float32 --batch=8 \\
+        --seq=16 --preds=4 --out=/tmp/xla_tiny
+    PYTHONPATH=. .venv/bin/python tools/xla/export_xla_step.py --preset=large --precision=mixed_bfloat16 \\
+        --batch=256 --seq=128 --preds=20 --micro_batch=256 --no_check --out=xla_steps/large_128_mb256
 """
 
 import argparse
@@ -29,8 +29,9 @@ import sys
 import time
 
 import numpy as np
-import xla_step_format as fmt  # bench/ is the script's folder
-from synthetic_batch import synthetic_batch
+import xla_step_format as fmt  # a neighbour: the script's folder is on the path
+
+from bench.synthetic_batch import synthetic_batch
 
 BATCH_SEED = 20261127
 PRESET_RECIPES = {"large": "bert_large_paper"}  # every other preset takes bert_base_paper's recipe
