@@ -94,7 +94,8 @@ def text_figures(tokenizer, path, max_lines=None):
     from bert_tf.text.normalization import MAX_CHARS_PER_WORD, normalize, split_words
     with open(path, encoding="utf-8") as f:
         lines = [line for line in f.read().split("\n") if line.strip()][:max_lines]
-    words = [w for line in lines for w in split_words(normalize(line, tokenizer.do_lower_case))]
+    words = [w for line in lines
+             for w in split_words(normalize(line, tokenizer.do_lower_case, tokenizer.strip_accents))]
     ids, row_splits = tokenizer.tokenize_to_ids(words)
     pieces = np.diff(row_splits)
     unk_words = int(((ids == tokenizer.unk_id)[np.minimum(row_splits[:-1], len(ids) - 1)] & (pieces > 0)).sum())
@@ -114,9 +115,9 @@ def never_produced(vocab):
 
 
 def tokenizer_for_vocab(vocab_file):
-    """The tokenizer the quick start's commands use with this vocab."""
+    """The tokenizer the quick start's commands use with this vocab (its settings file's normalization)."""
     from bert_tf.text.tokenizer import FullTokenizer
-    return FullTokenizer(vocab_file)
+    return FullTokenizer.for_vocab(vocab_file)
 
 
 def git_commit(code):

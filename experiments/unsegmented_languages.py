@@ -65,7 +65,7 @@ def normalized_with_offsets(tokenizer, line):
     from bert_tf.text.normalization import normalize
     text, offsets = [], []
     for i, char in enumerate(line):
-        for out in normalize(char, tokenizer.do_lower_case):
+        for out in normalize(char, tokenizer.do_lower_case, tokenizer.strip_accents):
             text.append(out)
             offsets.append(i)
     return "".join(text), offsets

@@ -21,12 +21,13 @@ from absl import app, flags
 FLAGS = flags.FLAGS
 
 
-def encode(texts, texts_b, vocab_file, do_lower_case=True, max_seq_length=128):
-    """The three id arrays for `texts` (and second segments `texts_b`, or None): [CLS] A [SEP] (B [SEP])."""
+def encode(texts, texts_b, vocab_file, do_lower_case=None, max_seq_length=128, strip_accents=None):
+    """The three id arrays for `texts` (and second segments `texts_b`, or None): [CLS] A [SEP] (B [SEP]), normalized
+    as the vocab's settings file says (`do_lower_case`, `strip_accents` where given; else the original's uncased)."""
     from bert_tf.finetuning.features import encode_texts
     from bert_tf.text.tokenizer import FullTokenizer
-    return encode_texts(FullTokenizer(vocab_file, do_lower_case), list(texts), texts_b and list(texts_b),
-                        max_seq_length)
+    return encode_texts(FullTokenizer.for_vocab(vocab_file, do_lower_case, strip_accents), list(texts),
+                        texts_b and list(texts_b), max_seq_length)
 
 
 def predict_request(model_name, inputs, signature_name="serving_default", version=None):
@@ -91,7 +92,10 @@ def define_flags():
     flags.DEFINE_integer("model_version", None, "A specific version (default: the server's latest).")
     flags.DEFINE_string("signature_name", "serving_default", "Signature to call.")
     flags.DEFINE_string("vocab_file", None, "The model's vocab (e.g. <export>/encoder/1/assets/vocab.txt).")
-    flags.DEFINE_bool("do_lower_case", True, "Whether the model is uncased.")
+    flags.DEFINE_bool("do_lower_case", None, "Whether the model is uncased (default: the vocab's settings file, "
+                      "vocab.settings.json, else true; a SavedModel's assets have none: pass the model's).")
+    flags.DEFINE_bool("strip_accents", None, "Whether the model strips accents (default: the vocab's settings file, "
+                      "else as --do_lower_case).")
     flags.DEFINE_integer("max_seq_length", 128, "Tokens per text, [CLS] and [SEP]s included.")
     flags.DEFINE_multi_string("text", None, "A text to send (repeat for a batch).")
     flags.DEFINE_multi_string("text_b", None, "Second segments for sentence-pair models, one per --text.")
@@ -103,7 +107,8 @@ def main(argv):
         sys.exit("client.py: error: pass exactly one of --server (gRPC) and --rest.")
     if FLAGS.text_b and len(FLAGS.text_b) != len(FLAGS.text):
         sys.exit(f"client.py: error: {len(FLAGS.text_b)} --text_b for {len(FLAGS.text)} --text; pass one each.")
-    inputs = encode(FLAGS.text, FLAGS.text_b, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+    inputs = encode(FLAGS.text, FLAGS.text_b, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                    FLAGS.strip_accents)
     if FLAGS.server:
         outputs = predict_grpc(FLAGS.server, predict_request(FLAGS.model, inputs, FLAGS.signature_name,
                                                              FLAGS.model_version))

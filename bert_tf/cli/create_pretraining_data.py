@@ -23,7 +23,7 @@ from bert_tf.cli.exit_codes import EXIT_OK, EXIT_PREEMPTED
 from bert_tf.config_schema import Section, field_option
 from bert_tf.instances.options import HOW_GROUP, InstanceOptions
 from bert_tf.text.corpus_spec import Corpus
-from bert_tf.text.tokenizer_settings import DO_LOWER_CASE_HELP, STRIP_ACCENTS_HELP, TokenizerSettings
+from bert_tf.text.tokenizer_settings import DO_LOWER_CASE_HELP, STRIP_ACCENTS_HELP
 
 TEXT_IN_RECORDS_OUT = "text in, records out"
 VOCAB_FILE_HELP = "The vocabulary file that the BERT model was trained on."
@@ -73,8 +73,7 @@ def main(config):
     if config.corpus.files:
         check_outputs_spare_inputs(output_files, expand_file_patterns(config.corpus.files), "an input corpus file")
     check_outputs_spare_inputs(output_files, [config.vocab_file], "the vocab file")
-    settings = TokenizerSettings.for_vocab(config.vocab_file, config.do_lower_case, config.strip_accents)
-    tokenizer = FullTokenizer(config.vocab_file, settings.do_lower_case, settings.strip_accents)
+    tokenizer = FullTokenizer.for_vocab(config.vocab_file, config.do_lower_case, config.strip_accents)
     counts = CorpusCounts()
     documents = config.corpus.read(counts)
     # SIGTERM (preemption): finish the shard being written, complete the files, exit 143.

@@ -57,6 +57,17 @@ class FullTokenizer:
             self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int32,
             unknown_token="[UNK]", lower_case_nfd_strip_accents=False)
 
+    @classmethod
+    def for_vocab(cls, vocab_file, do_lower_case=None, strip_accents=None):
+        """The tokenizer of `vocab_file` with its settings file's normalization, under the flags given (not None;
+        a contradiction is an `InputError`), else the original's defaults (`TokenizerSettings.for_vocab`).
+
+        Example:
+        >>> tokenizer = FullTokenizer.for_vocab("data/vocab.txt")  # doctest: +SKIP
+        """
+        settings = TokenizerSettings.for_vocab(vocab_file, do_lower_case, strip_accents)
+        return cls(vocab_file, settings.do_lower_case, settings.strip_accents)
+
     @property
     def settings(self):
         """The `TokenizerSettings` this tokenizer normalizes with (what its exports carry)."""
