@@ -1,6 +1,6 @@
 """Figures live in their rows and the documents show them: every result row names its command and its source, every
 table of rows in docs/ and the README is the one `tools/render_measurements.py` renders from them today (a changed
-row or a hand-edited table fails)."""
+row or a hand-edited table fails), and no document describes the machines the package was developed on."""
 
 import glob
 import json
@@ -15,6 +15,11 @@ RENDERER = os.path.join(REPO, "tools", "render_measurements.py")
 # Where rows live: bench/results/, experiments/results/ and a tool's own results/ (tools/xla/results/).
 RESULT_FOLDERS = ("bench", "experiments", "tools")
 
+# Phrases that describe how and where this package was developed, not a user's machine (a result's own device, e.g.
+# "one NVIDIA H200", is named where its figures are).
+DEVELOPMENT_PHRASES = ("24 GiB machine", "the GPU machine", "shared with other jobs", "load 9-20",
+                       "while the option was built", "one copy may carry", "64 MiB")
+SEARCHED = ("docs", "README.md", "bench", "tools", "Makefile", "bert_tf")
 
 
 def render(*args, cwd=REPO):
@@ -70,3 +75,25 @@ def test_a_changed_row_or_a_hand_edited_table_is_stale(tmp_path):
     (rows / "r.jsonl").write_text('{"command": "python -m bench.bench_x", "seq": 128}\n', encoding="utf-8")
     result = run("--check")
     assert result.returncode == 2 and "'source'" in result.stderr, result.stderr
+
+
+def development_phrases(root=REPO):
+    """'path: phrase' for each phrase of DEVELOPMENT_PHRASES in the searched files (case-insensitive)."""
+    found = []
+    for entry in SEARCHED:
+        top = os.path.join(root, entry)
+        paths = [top] if os.path.isfile(top) else sorted(
+            os.path.join(folder, name) for folder, _, names in os.walk(top) for name in names
+            if name.endswith((".py", ".md", ".yaml", ".txt", ".json", ".cfg")))
+        for path in paths:
+            text = " ".join(open(path, encoding="utf-8", errors="replace").read().lower().split())
+            found += [f"{os.path.relpath(path, root)}: {phrase}" for phrase in DEVELOPMENT_PHRASES
+                      if phrase.lower() in text]
+    return found
+
+
+def test_no_document_describes_the_machines_the_package_was_developed_on(tmp_path):
+    found = development_phrases()
+    assert not found, "say what a user's machine needs instead:\n" + "\n".join(found)
+    (tmp_path / "README.md").write_text("Copy it to\nthe GPU machine.\n", encoding="utf-8")
+    assert development_phrases(tmp_path) == ["README.md: the GPU machine"]
