@@ -47,7 +47,7 @@ def test_default_install_is_lean_and_make_setup_keeps_the_developer_set():
     default = {r.split("=")[0].split(">")[0].split("<")[0].split("!")[0] for r in
                [lists["TENSORFLOW"]] + lists["TENSORFLOW_DEPENDENT"] + lists["REQUIRES_WITHOUT_TENSORFLOW"]}
     assert default == {"tensorflow", "tensorflow-text", "keras", "absl-py", "numpy", "pyyaml", "safetensors",
-                       "matplotlib", "tqdm"}
+                       "matplotlib", "tqdm", "regex"}
     for extra, package in (("tensorboard", "tensorboard"), ("tfds", "tensorflow-datasets"),
                            ("keras_hub", "keras-hub"), ("beam", "apache-beam"), ("transformers", "torch")):
         assert re.search(rf'"{extra}": \[[^\]]*"{package}[^"]*"', source), extra
