@@ -3,16 +3,19 @@
     .venv/bin/python -m experiments.vocab_learning_text --root ROOT --out /tmp/vocab_text/text.txt   # 106 MB
     .venv/bin/python -m bench.bench_vocab_learning --text /tmp/vocab_text/text.txt --repeats 2
 
-The text's every 100th line is held out (written beside it as *.heldout.txt; the rest as *.train.txt). Each
+The text's every 100th line is held out (`--work_dir`'s heldout.txt; the rest is its train.txt). Each
 learner then learns an uncased vocab of `--vocab_size` tokens from the training lines, in a fresh process, with
 `--threads` threads (the package's counting processes; RAYON_NUM_THREADS for tokenizers), in alternating order over
-`--repeats` (ours first in odd repeats, theirs first in even ones), so a slow spell of a shared machine hits both.
+`--repeats` (ours first in the first repeat, theirs in the second, ...), so a slow spell of a shared machine hits both.
 Timed: the learning, file reading included (Python's import and TensorFlow's are not), as wall and CPU seconds.
 Then both vocabs tokenize the held-out lines with the package's WordPiece (bert_tf/text/tokenizer.py): the [UNK]
-share of pieces and of words, pieces per word (bert_tf/text/vocab_report.py). Hugging Face's trainer runs as
-`BertWordPieceTokenizer(lowercase=True, strip_accents=True).train(...)` with its defaults (`min_frequency=2`,
-`limit_alphabet=1000`) unless `--hf_limit_alphabet` says otherwise. One row per learner and repeat goes to
-bench/results/bench_vocab_learning/results.jsonl.
+share of pieces and of words, pieces per word (bert_tf/text/vocab_report.py), and pieces per word over the words
+both vocabs can spell (a word that is [UNK] counts one piece, which flatters a vocab that spells fewer words); and
+each vocab's single characters, "##" + character tokens, and those of them that can never be produced ("##" before
+a CJK ideograph or a punctuation mark).
+Hugging Face's trainer runs as `BertWordPieceTokenizer(lowercase=True, strip_accents=True).train(...)` with its
+defaults (`min_frequency=2`, `limit_alphabet=1000`) unless `--hf_limit_alphabet` says otherwise. One row per
+learner and repeat goes to bench/results/bench_vocab_learning/results.jsonl.
 """
 
 import argparse
@@ -116,30 +119,46 @@ def main():
 
     from bert_tf.text.corpus import CorpusCounts, read_documents
     from bert_tf.text.normalization import normalize
-    from bert_tf.text.vocab_report import report_vocab
+    from bert_tf.text.vocab_report import report_vocab, unknown_words
+    from bert_tf.text.vocabulary import read_vocab_file
     from bert_tf.text.word_counting import count_words
+    from bert_tf.text.wordpiece_learner import stands_alone
 
     heldout_words = count_words([s for d in read_documents(heldout, "sentences", CorpusCounts()) for s in d],
                                 functools.partial(normalize, do_lower_case=True), processes=1).words
     timings = {"bert_tf": [], "hugging_face": []}
     for repeat in range(args.repeats):
+        learned = {}
         for learner in (("bert_tf", "hugging_face") if repeat % 2 == 0 else ("hugging_face", "bert_tf")):
             out = os.path.join(work_dir, f"{learner}_{repeat}.txt")
-            timing = learn(learner, train, args.vocab_size, args.threads, args.hf_limit_alphabet, out)
-            report = report_vocab(out, heldout_words)
+            learned[learner] = (out, learn(learner, train, args.vocab_size, args.threads, args.hf_limit_alphabet,
+                                           out))
+        # Pieces per word also over the words both vocabs can spell: a word that is [UNK] is one piece.
+        unknown_to_either = set().union(*(unknown_words(out, heldout_words) for out, _ in learned.values()))
+        known_to_both = {w: c for w, c in heldout_words.items() if w not in unknown_to_either}
+        for learner, (out, timing) in learned.items():
+            report, known = report_vocab(out, heldout_words), report_vocab(out, known_to_both)
+            tokens = read_vocab_file(out)
             row = {"source": "measured", "learner": learner, "repeat": repeat, "text": os.path.basename(args.text),
                    "text_mb": round(os.path.getsize(train) / 1e6, 1), "threads": args.threads,
                    "vocab_size": args.vocab_size, **timing, "heldout_words": report.words,
                    "unk_share_of_pieces": report.unknown_pieces / max(report.pieces, 1),
                    "unk_share_of_words": report.unknown_words / max(report.words, 1),
                    "pieces_per_word": report.pieces / max(report.words, 1),
+                   "characters": sum(len(t) == 1 for t in tokens),
+                   "continuations": sum(len(t) == 3 and t.startswith("##") for t in tokens),
+                   "impossible_continuations": sum(len(t) == 3 and t.startswith("##") and stands_alone(t[2])
+                                                   for t in tokens),
+                   "words_known_to_both": known.words, "pieces_per_word_known_to_both": known.pieces / known.words,
                    "load_average": load_average()}
             if learner == "hugging_face":
                 row["hf_limit_alphabet"] = args.hf_limit_alphabet
             write_result(SCRIPT, row)
             timings[learner].append(timing["seconds"])
             print(f"{learner:13s} repeat {repeat}: {timing['seconds']:7.1f} s wall, {timing['cpu_seconds']:7.1f} s "
-                  f"CPU, {timing['tokens']} tokens; {report.line('held-out')}", flush=True)
+                  f"CPU, {timing['tokens']} tokens; {report.line('held-out')}; "
+                  f"{known.pieces / known.words:.3f} pieces per word on the {known.words} words both can spell",
+                  flush=True)
     ours, theirs = (statistics.median(timings[k]) for k in ("bert_tf", "hugging_face"))
     print(f"median wall seconds: bert_tf {ours:.1f}, hugging_face {theirs:.1f}; bert_tf's speed is "
           f"{theirs / ours:.2f}x Hugging Face's; load average at the end: {load_average()}")

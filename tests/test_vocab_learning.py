@@ -75,7 +75,7 @@ def test_the_incremental_merges_equal_merges_by_recounting():
     for _ in range(20):
         words = {"".join(rng.choice("aabbcd") for _ in range(rng.randint(1, 8))): rng.randint(1, 9)
                  for _ in range(40)}
-        pieces, _ = learn_pieces(words, 70, min_character_count=1)
+        pieces, _ = learn_pieces(words, 70, character_coverage=1.0, min_character_count=1)
         assert pieces == merged_by_recounting(words, 70)
 
 
@@ -95,8 +95,9 @@ def test_the_alphabet_keeps_every_character_seen_twice_and_no_impossible_continu
     assert set(characters) - once <= set(tokens)
     assert learned.alphabet_size == len(characters) - len(once) and learned.distinct_characters == len(characters)
     assert learned.alphabet_line().startswith(f"alphabet: {len(characters) - len(once)} of the text's "
-                                              f"{len(characters)} distinct characters (every one seen at least 2 "
-                                              f"times); {len(once) / sum(characters.values()):.4%}")
+                                              f"{len(characters)} distinct characters (the most frequent, to cover "
+                                              f"99.99% of the occurrences; none seen fewer than 2 times); "
+                                              f"{len(once) / sum(characters.values()):.4%}")
 
 
 def test_the_vocab_is_learned_to_the_size_asked_with_the_special_tokens_first():
@@ -136,8 +137,9 @@ def test_bert_vocab_prints_the_alphabet_and_the_report_on_held_out_text(tmp_path
     assert report.unknown_words == 2  # "," and qoheleth: "," and "q" are not in the text
     assert report.line(f"held-out text {heldout}") in done.stdout.splitlines()
     characters = len(set("the lord is my shepherd.he restores my soul.jesus wept.") - {" "})
-    assert (f"alphabet: {characters} of the text's {characters} distinct characters (every one seen at least 2 "
-            f"times); 0.0000% of the character occurrences fall outside it") in done.stdout
+    assert (f"alphabet: {characters} of the text's {characters} distinct characters (the most frequent, to cover "
+            f"99.99% of the occurrences; none seen fewer than 2 times); 0.0000% of the character occurrences fall "
+            f"outside it") in done.stdout
     held = run_cli("vocab", f"--input_file={corpus}", "--vocab_size=40", f"--output_file={output}")
     assert held.returncode == 0, held.stderr[-2000:]
     assert "held-out text: every 100th sentence of the input (1), not learned from (6 words): [UNK] 0.000%" in \

@@ -45,12 +45,14 @@ class LearnedVocab:
     alphabet_size: int
     distinct_characters: int
     unknown_character_share: float  # of the text's character occurrences, outside the alphabet
-    min_character_count: int
 
     def alphabet_line(self):
         """The alphabet for people: how many characters it kept and what share of the text falls outside it."""
-        return (f"alphabet: {self.alphabet_size} of the text's {self.distinct_characters} distinct characters (every "
-                f"one seen at least {self.min_character_count} times); "
+        from bert_tf.text.wordpiece_learner import DEFAULT_CHARACTER_COVERAGE, DEFAULT_MIN_CHARACTER_COUNT
+
+        return (f"alphabet: {self.alphabet_size} of the text's {self.distinct_characters} distinct characters (the "
+                f"most frequent, to cover {DEFAULT_CHARACTER_COVERAGE:.2%} of the occurrences; none seen fewer than "
+                f"{DEFAULT_MIN_CHARACTER_COUNT} times); "
                 f"{self.unknown_character_share:.4%} of the character occurrences fall outside it (their words are "
                 f"[UNK])")
 
@@ -75,7 +77,7 @@ def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):
     """
     from bert_tf.text.normalization import normalize
     from bert_tf.text.word_counting import count_words
-    from bert_tf.text.wordpiece_learner import DEFAULT_MIN_CHARACTER_COUNT, learn_pieces
+    from bert_tf.text.wordpiece_learner import learn_pieces
 
     if vocab_size <= len(SPECIAL_TOKENS):
         raise InputError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
@@ -90,8 +92,7 @@ def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):
     tokens = list(SPECIAL_TOKENS) + pieces  # no piece holds "[" (punctuation)
     Vocabulary(tokens, "the learned vocab").require(SPECIAL_TOKENS, "pre-training", pad_first=True)
     logging.info("Learned %d tokens in %.1f s.", len(tokens), time.perf_counter() - started)
-    return LearnedVocab(tokens, len(alphabet.characters), len(alphabet.counts), alphabet.unknown_share(),
-                        DEFAULT_MIN_CHARACTER_COUNT)
+    return LearnedVocab(tokens, len(alphabet.characters), len(alphabet.counts), alphabet.unknown_share())
 
 
 def too_few_tokens(learned, vocab_size):

@@ -46,21 +46,36 @@ def report_vocab(vocab, words):
     >>> report_vocab(["[UNK]", "beg", "##at", "a"], {"begat": 2, "a": 1, "xyz": 1})
     VocabReport(words=4, unknown_words=1, pieces=6, unknown_pieces=1, characters=14)
     """
+    distinct, pieces, unknown, unknown_word = _word_pieces(vocab, words)
+    counts = np.array([words[word] for word in distinct], np.int64)
+    lengths = np.array([len(word) for word in distinct], np.int64)
+    return VocabReport(words=int(counts.sum()), unknown_words=int(counts[unknown_word].sum()),
+                       pieces=int((pieces * counts).sum()), unknown_pieces=int((unknown * counts).sum()),
+                       characters=int((lengths * counts).sum()))
+
+
+def unknown_words(vocab, words):
+    """The words of `words` that `vocab` tokenizes as one [UNK] (it cannot spell them).
+
+    >>> unknown_words(["[UNK]", "beg", "##at", "a"], {"begat": 2, "xyz": 1})
+    {'xyz'}
+    """
+    distinct, _, _, unknown_word = _word_pieces(vocab, words)
+    return {word for word, unknown in zip(distinct, unknown_word) if unknown}
+
+
+def _word_pieces(vocab, words):
+    """(the distinct words, pieces per word, [UNK] pieces per word, whether the word is one [UNK]) as arrays."""
     from bert_tf.text.tokenizer import FullTokenizer  # TensorFlow: late, so bert-vocab's flags load without it
 
     # The words are normalized already: the tokenizer only splits them into pieces.
     tokenizer = FullTokenizer(vocab, do_lower_case=False)
     distinct = list(words)
-    counts = np.array([words[word] for word in distinct], np.int64)
-    lengths = np.array([len(word) for word in distinct], np.int64)
     ids, splits = tokenizer.tokenize_to_ids(distinct)
     pieces = np.diff(splits)
     unknown_before = np.concatenate([[0], np.cumsum(ids == tokenizer.unk_id)])
     unknown = unknown_before[splits[1:]] - unknown_before[splits[:-1]]
-    unknown_word = (pieces == 1) & (unknown == 1)
-    return VocabReport(words=int(counts.sum()), unknown_words=int(counts[unknown_word].sum()),
-                       pieces=int((pieces * counts).sum()), unknown_pieces=int((unknown * counts).sum()),
-                       characters=int((lengths * counts).sum()))
+    return distinct, pieces, unknown, (pieces == 1) & (unknown == 1)
 
 
 def hold_out(sentences, held_out, every=HELD_OUT_EVERY):

@@ -1,8 +1,9 @@
 """Learning WordPiece pieces from word counts: an alphabet sized to the text, then pair merges up to the size asked.
 
 The rule, stated once here:
-- The alphabet is every character that occurs at least `min_character_count` times in the text, most frequent
-  first, at most `max_alphabet_share` of the vocab; each is a piece. A word holding a character outside it is [UNK]
+- The alphabet is the text's most frequent characters, as many as cover `character_coverage` of the character
+  occurrences (99.99%), none seen fewer than `min_character_count` times (2), at most `max_alphabet_share` of the
+  vocab; each is a piece. A word holding a character outside it is [UNK]
   whole under the original's WordPiece, so it is left out of the learning.
 - A character of the alphabet that continues words at least `min_character_count` times is a "##" piece too, except
   CJK ideographs (`_CJK_RANGES`) and punctuation (`is_punctuation`): the tokenizer puts each of them in a word of
@@ -29,9 +30,11 @@ from bert_tf.text.normalization import MAX_CHARS_PER_WORD, is_cjk_character, is_
 from bert_tf.text.word_counting import PROGRESS_SECONDS
 
 CONTINUATION = "##"
-# A character seen fewer times is left out of the alphabet (the words holding it become [UNK]): on the text of
-# bench/bench_vocab_learning.py, characters seen once make 0.0005% of the characters, and a held-out text's
-# characters outside the training text's make about as many.
+# The alphabet covers this share of the text's character occurrences: a slot spent on a rarer character would save
+# fewer [UNK] words than a merged piece saves pieces. On the 106 MB of bench/bench_vocab_learning.py that is 2,419 of
+# its 3,937 characters (those seen 16 times or more), and 0.03% of the held-out words are [UNK].
+DEFAULT_CHARACTER_COVERAGE = 0.9999
+# A character seen fewer times is never in the alphabet (its words are [UNK]), however small the text.
 DEFAULT_MIN_CHARACTER_COUNT = 2
 # The alphabet takes at most this share of the vocab (the most frequent characters), so pieces get the rest even
 # on a text of many thousand distinct ideographs.
@@ -54,9 +57,11 @@ class Alphabet:
     character of the text occurs.
 
     Example:
-    >>> alphabet = Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=10, min_count=2)
+    >>> alphabet = Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=10, coverage=0.99, min_count=2)
     >>> alphabet.characters, alphabet.continuing, alphabet.unknown_share()
     (['b', 'a'], ['b'], 0.2)
+    >>> Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=10, coverage=0.5, min_count=2).characters
+    ['b']
     """
 
     characters: list
@@ -64,17 +69,23 @@ class Alphabet:
     counts: dict
 
     @classmethod
-    def of(cls, words, size_limit, min_count=DEFAULT_MIN_CHARACTER_COUNT):
-        """The alphabet of `words` ({word: count}): every character occurring at least `min_count` times, at most
-        `size_limit` of them (ties by the character); as a "##" continuation when it continues words at least
-        `min_count` times and can (`stands_alone` is false)."""
+    def of(cls, words, size_limit, coverage=DEFAULT_CHARACTER_COVERAGE, min_count=DEFAULT_MIN_CHARACTER_COUNT):
+        """The alphabet of `words` ({word: count}): the most frequent characters (ties by the character) until they
+        cover `coverage` of the occurrences, none seen fewer than `min_count` times, at most `size_limit`; each as a
+        "##" continuation too when it continues words at least `min_count` times and can (`stands_alone` is
+        false)."""
         counts, continuing = collections.Counter(), collections.Counter()
         for word, count in words.items():
             for char in word:
                 counts[char] += count
             for char in word[1:]:
                 continuing[char] += count
-        kept = sorted((c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c))[:size_limit]
+        enough, kept, covered = coverage * sum(counts.values()), [], 0
+        for char in sorted((c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c)):
+            if covered >= enough or len(kept) == size_limit:
+                break
+            kept.append(char)
+            covered += counts[char]
         return cls(kept, [c for c in kept if continuing[c] >= min_count and not stands_alone(c)], dict(counts))
 
     def unknown_share(self):
@@ -83,8 +94,8 @@ class Alphabet:
         return sum(n for c, n in self.counts.items() if c not in kept) / max(sum(self.counts.values()), 1)
 
 
-def learn_pieces(words, size, min_character_count=DEFAULT_MIN_CHARACTER_COUNT,
-                 max_alphabet_share=DEFAULT_MAX_ALPHABET_SHARE):
+def learn_pieces(words, size, character_coverage=DEFAULT_CHARACTER_COVERAGE,
+                 min_character_count=DEFAULT_MIN_CHARACTER_COUNT, max_alphabet_share=DEFAULT_MAX_ALPHABET_SHARE):
     """WordPiece pieces for a vocab of `size` tokens (special tokens not included), learned by the module's rule.
 
     Args:
@@ -100,7 +111,7 @@ def learn_pieces(words, size, min_character_count=DEFAULT_MIN_CHARACTER_COUNT,
     >>> pieces[:4], "##中" in pieces, "##," in pieces, pieces[-3:]
     (['e', 'w', 's', 't'], False, False, ['wi', '##dest', 'widest'])
     """
-    alphabet = Alphabet.of(words, int(size * max_alphabet_share), min_character_count)
+    alphabet = Alphabet.of(words, int(size * max_alphabet_share), character_coverage, min_character_count)
     pieces = alphabet.characters + [CONTINUATION + c for c in alphabet.continuing]
     # Only words of two characters or more have pairs; one holding a character outside the alphabet is [UNK].
     starts, continues = set(alphabet.characters), set(alphabet.continuing)
