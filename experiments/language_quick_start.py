@@ -14,7 +14,8 @@ which gives each step's time. One row per run is appended to
   are not padding, with each masked position counted as its original token), the figure of issue 42's goal;
 - `pieces_per_word`, `characters_per_piece`, `word_unk_share`: heldout.txt tokenized by the vocab, a word being
   what the tokenizer splits on (whitespace, punctuation, each CJK ideograph alone); `overlong_words`: words over
-  the tokenizer's 200 characters (each one [UNK]);
+  the tokenizer's 200 characters (each one [UNK]); `words_losing_a_mark`: the words whose normalization drops a
+  combining mark (ü -> u, が -> か: another word);
 - `outside_unk_share`: [UNK] among the WordPiece tokens of `--outside` (text of the same language from other
   packages, never trained on), where given;
 - `vocab_tokens`, `joined_ideographs_or_punctuation`: the vocab's size and its `##` tokens that can never be
@@ -22,8 +23,10 @@ which gives each step's time. One row per run is appended to
 - bert-evaluate's figures (`masked_lm_accuracy`, `order_blind_baseline`, `unigram_baseline`, ...), `plateau`
   (its plateau line, or null) and the steps' seconds.
 
-`--code DIR` runs the commands from another checkout of the package (`git archive HEAD | tar -x -C DIR`), so that
-the working tree may change while a run goes on.
+`--through_records` runs steps 1-3 only (split, vocab, records): the text's figures without a model, e.g. for
+code from before the language work (`--label before`). `--code DIR` runs the commands from another checkout of
+the package (`git archive HEAD | tar -x -C DIR`), so that the working tree may change while a run goes on; the
+measuring then reads the vocab with that checkout's code too.
 """
 
 import argparse
@@ -34,6 +37,7 @@ import re
 import subprocess
 import sys
 import time
+import unicodedata
 
 import numpy as np
 
@@ -89,13 +93,26 @@ def heldout_unk_share(records, unk_id):
     return unk / total
 
 
+def normalizer(tokenizer):
+    """text -> the text as `tokenizer` normalizes it (lower-casing, accent stripping as its settings say)."""
+    from bert_tf.text.normalization import normalize
+    # Code from before the settings file has no strip_accents: do_lower_case alone says both there.
+    settings = [tokenizer.strip_accents] if hasattr(tokenizer, "strip_accents") else []
+    return lambda text: normalize(text, tokenizer.do_lower_case, *settings)
+
+
 def text_figures(tokenizer, path, max_lines=None):
-    """Pieces per word, characters per piece, [UNK] shares and over-long words of a text file's lines."""
+    """Pieces per word, characters per piece, [UNK] shares, over-long words and the words that lose a mark (a
+    combining mark the normalization drops: the word then reads as another) in a text file's lines."""
     from bert_tf.text.normalization import MAX_CHARS_PER_WORD, normalize, split_words
     with open(path, encoding="utf-8") as f:
         lines = [line for line in f.read().split("\n") if line.strip()][:max_lines]
-    words = [w for line in lines
-             for w in split_words(normalize(line, tokenizer.do_lower_case, tokenizer.strip_accents))]
+    normalized = normalizer(tokenizer)
+    cased = [w for line in lines for w in split_words(normalize(line, False))]
+    case = str.lower if tokenizer.do_lower_case else str
+    lose_a_mark = sum(unicodedata.normalize("NFC", normalized(w)) != unicodedata.normalize("NFC", case(w))
+                      for w in cased)
+    words = [w for line in lines for w in split_words(normalized(line))]
     ids, row_splits = tokenizer.tokenize_to_ids(words)
     pieces = np.diff(row_splits)
     unk_words = int(((ids == tokenizer.unk_id)[np.minimum(row_splits[:-1], len(ids) - 1)] & (pieces > 0)).sum())
@@ -103,7 +120,8 @@ def text_figures(tokenizer, path, max_lines=None):
             "characters_per_piece": round(sum(map(len, words)) / len(ids), 3),
             "unk_share": round(float((ids == tokenizer.unk_id).mean()), 6),
             "word_unk_share": round(unk_words / len(words), 6),
-            "overlong_words": sum(len(w) > MAX_CHARS_PER_WORD for w in words)}
+            "overlong_words": sum(len(w) > MAX_CHARS_PER_WORD for w in words),
+            "words_losing_a_mark": round(lose_a_mark / len(cased), 6)}
 
 
 def never_produced(vocab):
@@ -115,14 +133,19 @@ def never_produced(vocab):
 
 
 def tokenizer_for_vocab(vocab_file):
-    """The tokenizer the quick start's commands use with this vocab (its settings file's normalization)."""
+    """The tokenizer the quick start's commands use with this vocab: the settings written beside it."""
     from bert_tf.text.tokenizer import FullTokenizer
+    if not hasattr(FullTokenizer, "for_vocab"):  # code from before the settings file: lower-case and strip
+        return FullTokenizer(vocab_file)
     return FullTokenizer.for_vocab(vocab_file)
 
 
 def git_commit(code):
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip() \
-        if not code else os.path.basename(os.path.normpath(code))
+    """The commit the commands ran from: this checkout's HEAD, or for --code the folder's name (name it by the
+    commit it was archived from, e.g. /tmp/code_998bdcf)."""
+    if code:
+        return os.path.basename(os.path.normpath(code)).removeprefix("code_")
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
 
 def main(argv):

@@ -30,7 +30,7 @@ import numpy as np
 
 from bench.harness import write_result
 from experiments import RESULTS
-from experiments.language_quick_start import tokenizer_for_vocab
+from experiments.language_quick_start import normalizer, tokenizer_for_vocab
 
 
 def japanese_words(line, tagger=[]):  # noqa: B006 (one tagger, made on first use: loading the dictionary costs)
@@ -62,10 +62,10 @@ def word_spans(line, words):
 
 def normalized_with_offsets(tokenizer, line):
     """The tokenizer's normalized line, character by character, with each normalized character's raw offset."""
-    from bert_tf.text.normalization import normalize
+    normalized = normalizer(tokenizer)
     text, offsets = [], []
     for i, char in enumerate(line):
-        for out in normalize(char, tokenizer.do_lower_case, tokenizer.strip_accents):
+        for out in normalized(char):
             text.append(out)
             offsets.append(i)
     return "".join(text), offsets
