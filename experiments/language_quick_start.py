@@ -24,7 +24,8 @@ which gives each step's time. One row per run is appended to
   (its plateau line, or null) and the steps' seconds.
 
 `--through_records` runs steps 1-3 only (split, vocab, records): the text's figures without a model, e.g. for
-code from before the language work (`--label before`). `--code DIR` runs the commands from another checkout of
+code from before the language work (`--label before`); `--measure_only` runs nothing and measures the vocab and
+records a run left in OUT. `--code DIR` runs the commands from another checkout of
 the package (`git archive HEAD | tar -x -C DIR`), so that the working tree may change while a run goes on; the
 measuring then reads the vocab with that checkout's code too.
 """
@@ -71,12 +72,16 @@ def run_quick_start(commands, corpus, steps, out, code, log):
         subprocess.run(["bash", "-e", "-o", "pipefail", "-x", "-c", script], stdout=f, stderr=subprocess.STDOUT,
                        env=env, check=True, cwd=code or None)
     text = open(log, encoding="utf-8", errors="replace").read()
-    stamps = [(float(t), name) for t, name in STAMP.findall(text)] + [(time.time(), "end")]
+    return {**step_seconds(text, time.time()), "total": round(time.time() - started, 1)}, text
+
+
+def step_seconds(log, end=None):
+    """Seconds per command name from a `bash -x` log's stamps; the last command's up to `end` (left out without)."""
+    stamps = [(float(t), name) for t, name in STAMP.findall(log)] + ([(end, "end")] if end else [])
     seconds = {}
-    for (start, name), (end, _) in zip(stamps, stamps[1:]):
-        seconds[name] = round(seconds.get(name, 0) + end - start, 1)
-    seconds["total"] = round(time.time() - started, 1)
-    return seconds, text
+    for (start, name), (stop, _) in zip(stamps, stamps[1:]):
+        seconds[name] = round(seconds.get(name, 0) + stop - start, 1)
+    return seconds
 
 
 def heldout_unk_share(records, unk_id):
@@ -110,7 +115,8 @@ def text_figures(tokenizer, path, max_lines=None):
     normalized = normalizer(tokenizer)
     cased = [w for line in lines for w in split_words(normalize(line, False))]
     case = str.lower if tokenizer.do_lower_case else str
-    lose_a_mark = sum(unicodedata.normalize("NFC", normalized(w)) != unicodedata.normalize("NFC", case(w))
+    # (the spaces normalization puts around an ideograph are no mark)
+    lose_a_mark = sum(unicodedata.normalize("NFC", normalized(w).strip()) != unicodedata.normalize("NFC", case(w))
                       for w in cased)
     words = [w for line in lines for w in split_words(normalized(line))]
     ids, row_splits = tokenizer.tokenize_to_ids(words)
@@ -153,11 +159,14 @@ def main(argv):
     parser.add_argument("--corpus", required=True, help="A corpus in the quick start's format.")
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--work", default="/tmp/language_quick_start", help="OUT is <work>/<corpus>-<steps>.")
+    parser.add_argument("--out", help="OUT itself, e.g. that of a test's run for --measure_only.")
     parser.add_argument("--outside", help="Text of the same language never trained on, for its [UNK] share.")
     parser.add_argument("--code", help="A checkout of the package to run the commands from.")
     parser.add_argument("--label", default="", help="A word saying which code this is (e.g. before, after).")
     parser.add_argument("--through_records", action="store_true",
                         help="Steps 1-3 only (split, vocab, records): the text's figures without a model.")
+    parser.add_argument("--measure_only", action="store_true",
+                        help="Run nothing: measure the vocab and records that OUT holds (a run stopped after them).")
     args = parser.parse_args(argv)
     code = args.code and os.path.abspath(args.code)
     if code:
@@ -165,28 +174,36 @@ def main(argv):
     from bert_tf.text.vocabulary import read_vocab_file
 
     name = os.path.splitext(os.path.basename(args.corpus))[0]
-    out = os.path.join(args.work, f"{name}-{args.steps}" + (f"-{args.label}" if args.label else ""))
+    out = args.out or os.path.join(args.work, f"{name}-{args.steps}" + (f"-{args.label}" if args.label else ""))
     os.makedirs(out, exist_ok=True)
     if args.through_records:  # steps 1-3 only: the vocab and the records, no model
         commands = readme_steps_1_to_5(os.path.join(code or REPO, "README.md")).split("\n# 4.", 1)[0] + "\n"
     else:
         commands = readme_steps_1_to_5(os.path.join(code or REPO, "README.md"))
     log_path = os.path.join(out, "quick_start.log")
-    seconds, log = run_quick_start(commands, os.path.abspath(args.corpus), args.steps, out, code, log_path)
+    evaluated = os.path.join(out, "model", "evaluations", "heldout-seq128.json")
+    summary = os.path.join(out, "model", "training_summary.txt")
+    if args.measure_only:  # a run made elsewhere, or cut short after its records: measure what it wrote
+        log = open(log_path, encoding="utf-8", errors="replace").read() if os.path.exists(log_path) else ""
+        log += open(summary, encoding="utf-8").read() if os.path.exists(evaluated) else ""
+        seconds = step_seconds(log)
+    else:
+        seconds, log = run_quick_start(commands, os.path.abspath(args.corpus), args.steps, out, code, log_path)
     vocab = read_vocab_file(os.path.join(out, "vocab.txt"))
     tokenizer = tokenizer_for_vocab(os.path.join(out, "vocab.txt"))
     evaluation = {}
-    if not args.through_records:
-        with open(os.path.join(out, "model", "evaluations", "heldout-seq128.json")) as f:
+    if not args.through_records and os.path.exists(evaluated):
+        with open(evaluated) as f:
             evaluation = json.load(f)
     plateau = re.search(r"^plateau: .*$", log, re.M)
     row = {
-        "corpus": name, "label": args.label, "steps": None if args.through_records else args.steps,
+        "corpus": name, "label": args.label,
+        "steps": evaluation.get("global_step"),
         "source": "measured",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "code": git_commit(code),
         "quick_start": f"CORPUS={args.corpus} STEPS={args.steps} OUT={out}; README.md's quick start, steps "
-                       + ("1-3" if args.through_records else "1-5"),
+                       + ("1-5" if evaluation else "1-3"),
         "corpus_bytes": os.path.getsize(args.corpus),
         "vocab_tokens": len(vocab), "joined_ideographs_or_punctuation": never_produced(vocab),
         "heldout_unk_share": round(heldout_unk_share(os.path.join(out, "data", "heldout-seq128.tfrecord"),
