@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from helpers import python_path_env
+
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TPU_PYTHON = os.path.join(REPOSITORY, ".venv-tpu", "bin", "python")
 TOOL = os.path.join(REPOSITORY, "tools", "xla", "plan_platforms.py")
@@ -50,7 +52,7 @@ def test_the_tiny_tpu_step_compiles_for_the_chip_with_the_recorded_buffers(tiny_
     jsonl = tmp_path / "tpu.jsonl"
     done = subprocess.run([TPU_PYTHON, TOOL, "compile", f"--target={target}", tiny_step, f"--jsonl={jsonl}"],
                           capture_output=True, text=True, timeout=900, cwd=REPOSITORY,
-                          env={**os.environ, "PYTHONPATH": REPOSITORY})  # bert_tf is not installed there
+                          env=python_path_env(REPOSITORY))  # tools/xla's convention: the checkout on the path
     assert done.returncode == 0, done.stderr[-3000:]
     line = json.loads(done.stdout.strip().splitlines()[-1])
     assert json.loads(jsonl.read_text()) == line  # appended as printed, so a second call resumes
