@@ -7,6 +7,8 @@ import ast
 import dataclasses
 import glob
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -288,3 +290,11 @@ def test_the_loader_checks_compiled_figures_against_the_entries_they_plan(tmp_pa
     figures["large"][512][16]["no_remat_peak_gib"] = 14.0
     with pytest.raises(PlatformsError, match=r"a peak of 14.0 GiB exceeds 13.60 GiB"):
         load({"memory_margin": 0.15, "models": {"large": {"max_micro_batch_size": {512: 16}}}})
+
+
+def test_tools_estimate_memory_is_the_one_tools_cpu_estimate():
+    """`tools/estimate_memory.py --config --phases` (the command users type) runs the one tool's `cpu` estimate."""
+    shown = subprocess.run([sys.executable, os.path.join("tools", "estimate_memory.py"), "--help"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "--phases" in shown.stdout and "--row_packing" in shown.stdout and "--jsonl" in shown.stdout
