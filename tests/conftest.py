@@ -93,11 +93,11 @@ def tiny_config_fixture():
 # (--no-loadscope-reorder), so the long files start early and the short ones, collected after them, fill in at the
 # end. xdist's default order (most tests first) started long files last and kept one worker busy long after the
 # other was done.
-LONGEST_FIRST = ("test_demo.py", "test_readme_quick_start.py", "test_pretrain_cli.py", "test_distributed_training.py",
-                 "test_pretraining_faults.py", "test_serving.py", "test_finetune_cli.py", "test_trainer.py",
-                 "test_compiled_program.py", "test_replica_dropout.py", "test_tf_hub_api.py",
-                 "test_bad_inputs.py", "test_finetuning.py", "test_pretraining_dataset.py", "test_row_packing.py",
-                 "test_device_loop.py", "test_quiet_output.py", "test_cli_evaluate.py")
+LONGEST_FIRST = ("test_demo.py", "test_readme_quick_start.py", "test_quick_start_chinese.py", "test_pretrain_cli.py",
+                 "test_distributed_training.py", "test_pretraining_faults.py", "test_serving.py",
+                 "test_finetune_cli.py", "test_trainer.py", "test_compiled_program.py", "test_replica_dropout.py",
+                 "test_tf_hub_api.py", "test_bad_inputs.py", "test_finetuning.py", "test_pretraining_dataset.py",
+                 "test_row_packing.py", "test_device_loop.py", "test_quiet_output.py", "test_cli_evaluate.py")
 
 
 def pytest_addoption(parser):

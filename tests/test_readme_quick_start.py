@@ -58,19 +58,25 @@ def write_python_docs(path):
         f.write("".join("\n".join(sentences) + "\n\n" for _, sentences in read_python_docs_modules()))
 
 
+def write_labelled_task(directory, sentences, per_class):
+    """train.tsv and dev.tsv (columns text, label) in `directory` from {label: sentences}: `per_class[split]`
+    sentences of each label per split, the splits disjoint."""
+    os.makedirs(directory)
+    start = 0
+    for split, count in per_class.items():
+        rows = [f"{text}\t{label}" for label, texts in sentences.items() for text in texts[start:start + count]]
+        with open(os.path.join(directory, f"{split}.tsv"), "w", encoding="utf-8") as f:
+            f.write("text\tlabel\n" + "\n".join(rows) + "\n")
+        start += count
+
+
 def write_python_docs_task(directory):
     """train.tsv and dev.tsv (columns text, label): sentences of the docstrings of PACKAGES, disjoint."""
     sentences = {package: [] for package in PACKAGES}
     for module, text in read_python_docs_modules():
         if module.split(".")[0] in sentences:
             sentences[module.split(".")[0]].extend(t for t in text if "\t" not in t)
-    os.makedirs(directory)
-    start = 0
-    for split, count in SENTENCES_PER_CLASS.items():
-        rows = [f"{text}\t{label}" for label, texts in sentences.items() for text in texts[start:start + count]]
-        with open(os.path.join(directory, f"{split}.tsv"), "w", encoding="utf-8") as f:
-            f.write("text\tlabel\n" + "\n".join(rows) + "\n")
-        start += count
+    write_labelled_task(directory, sentences, SENTENCES_PER_CLASS)
 
 
 def run_quick_start(tmp_path, write_text, write_labelled_task, steps):
