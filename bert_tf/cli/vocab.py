@@ -1,5 +1,5 @@
-"""bert-vocab: learn a WordPiece vocab from text with tensorflow-text's bert_vocab_from_dataset, or extend a
-released vocab with a domain's words (--extend).
+"""bert-vocab: learn a WordPiece vocab from text (the package's own learner, bert_tf/text/wordpiece_learner.py), or
+extend a released vocab with a domain's words (--extend).
 
 The special tokens [PAD] (id 0), [UNK], [CLS], [SEP], [MASK] always come first. Examples:
 
