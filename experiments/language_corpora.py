@@ -13,7 +13,8 @@ are pinned (`PACKAGES`): another version gives other text.
 - `chinese` (Han, simplified): manpages-zh 1.6.4.0-1, its zh_CN pages (GFDL-1.2+ and GPL-2+, page by page), and
   libreoffice-help-zh-cn 4:7.4.7-1+deb12u14 (MPL-2.0); a manual page or a help page a document.
 - `japanese` (kana and kanji): manpages-ja 0.5.0.0.20221215+dfsg-1 (each page under its original's licence, as
-  its copyright file says); a manual page a document.
+  its copyright file says) and libreoffice-help-ja 4:7.4.7-1+deb12u14 (MPL-2.0); a manual page or a help page a
+  document.
 - `german` (Latin with umlauts): manpages-de 4.18.1-1 (manpages-l10n, GPL-3+); a manual page a document.
 - `russian` (Cyrillic): manpages-ru 4.18.1-1 (GPL-3+) and libreoffice-help-ru 4:7.4.7-1+deb12u14 (MPL-2.0).
 - `polish` (Latin with diacritics): manpages-pl 1:4.18.1-1 (GPL-3+) and libreoffice-help-pl 4:7.4.7-1+deb12u14.
@@ -55,6 +56,7 @@ PACKAGES = {
     "debian-reference-zh-cn": "2.100", "debian-reference-ja": "2.100", "debian-reference-de": "2.100",
     "maint-guide-ru": "1.2.53", "debian-faq-ru": "11.1", "libreoffice-help-zh-cn": "4:7.4.7-1+deb12u14",
     "libreoffice-help-ru": "4:7.4.7-1+deb12u14", "libreoffice-help-pl": "4:7.4.7-1+deb12u14",
+    "libreoffice-help-ja": "4:7.4.7-1+deb12u14",
 }
 _MAN, _HELP = "usr/share/man/{}/man*/*.gz", "usr/share/libreoffice/help/{}/text/**/*.html"
 _POLISH = "ąćęłńóśźżĄĆĘŁŃÓŚŹŻ"
@@ -63,7 +65,8 @@ _POLISH = "ąćęłńóśźżĄĆĘŁŃÓŚŹŻ"
 CORPORA = {
     "chinese": (_HAN, [("manpages-zh", _MAN.format("zh_CN"), "man"),
                        ("libreoffice-help-zh-cn", _HELP.format("zh-CN"), "html")]),
-    "japanese": (_KANA + _HAN, [("manpages-ja", _MAN.format("ja"), "man")]),
+    "japanese": (_KANA + _HAN, [("manpages-ja", _MAN.format("ja"), "man"),
+                                ("libreoffice-help-ja", _HELP.format("ja"), "html")]),
     "german": (None, [("manpages-de", _MAN.format("de"), "man")]),
     "russian": (_CYRILLIC, [("manpages-ru", _MAN.format("ru"), "man"),
                             ("libreoffice-help-ru", _HELP.format("ru"), "html")]),

@@ -75,11 +75,11 @@ def test_the_incremental_merges_equal_merges_by_recounting():
     for _ in range(20):
         words = {"".join(rng.choice("aabbcd") for _ in range(rng.randint(1, 8))): rng.randint(1, 9)
                  for _ in range(40)}
-        pieces, _ = learn_pieces(words, 70, character_coverage=1.0, min_character_count=1)
+        pieces, _ = learn_pieces(words, 70)
         assert pieces == merged_by_recounting(words, 70)
 
 
-def test_the_alphabet_keeps_every_character_seen_twice_and_no_impossible_continuations():
+def test_the_alphabet_keeps_every_character_and_no_impossible_continuations():
     sentences = (["北京大学的学生在图书馆里读书，他们说：“读书很好！”", "パンダがビルを見た。かわいいパンダだ！",
                   "Ein Bär aß Käse für 5€, sagte er.", "한국어 문장입니다. 좋아요!"] * 20 + ["稀字 ½ once"])
     normalize_text = functools.partial(normalize, do_lower_case=False)
@@ -90,14 +90,18 @@ def test_the_alphabet_keeps_every_character_seen_twice_and_no_impossible_continu
     assert impossible == []
     assert {"##ン", "##ダ", "##국", "##€", "##ä"} <= set(tokens)  # kana, Hangul, € and letters continue words
     characters = collections.Counter(c for s in sentences for c in normalize_text(s) if not c.isspace())
-    once = {c for c, n in characters.items() if n == 1}
-    assert {"稀", "字", "½"} <= once and not once & set(tokens)  # seen once: [UNK]
-    assert set(characters) - once <= set(tokens)
-    assert learned.alphabet_size == len(characters) - len(once) and learned.distinct_characters == len(characters)
-    assert learned.alphabet_line().startswith(f"alphabet: {len(characters) - len(once)} of the text's "
-                                              f"{len(characters)} distinct characters (the most frequent, to cover "
-                                              f"99.99% of the occurrences; none seen fewer than 2 times); "
-                                              f"{len(once) / sum(characters.values()):.4%}")
+    assert {"稀", "字", "½"} <= set(tokens) and set(characters) <= set(tokens)  # seen once, kept all the same
+    assert learned.alphabet_size == learned.distinct_characters == len(characters)
+    assert learned.alphabet_line() == (f"alphabet: {len(characters)} of the text's {len(characters)} distinct "
+                                       f"characters (every one); 0.0000% of the character occurrences fall outside "
+                                       f"it (their words are [UNK])")
+    # A text with more distinct characters than half the vocab keeps the most frequent ones.
+    small = learn_vocab(sentences, vocab_size=5 + 2 * 40, normalize_text=normalize_text)
+    assert small.alphabet_size == 40 and small.unknown_character_share > 0
+    kept = set(small.tokens)
+    assert all(characters[c] >= characters[d] for c in characters if c in kept for d in characters if d not in kept)
+    assert small.alphabet_line().startswith(f"alphabet: 40 of the text's {len(characters)} distinct characters (the "
+                                            f"most frequent, as many as 50% of the vocab); ")
 
 
 def test_the_vocab_is_learned_to_the_size_asked_with_the_special_tokens_first():
@@ -137,9 +141,8 @@ def test_bert_vocab_prints_the_alphabet_and_the_report_on_held_out_text(tmp_path
     assert report.unknown_words == 2  # "," and qoheleth: "," and "q" are not in the text
     assert report.line(f"held-out text {heldout}") in done.stdout.splitlines()
     characters = len(set("the lord is my shepherd.he restores my soul.jesus wept.") - {" "})
-    assert (f"alphabet: {characters} of the text's {characters} distinct characters (the most frequent, to cover "
-            f"99.99% of the occurrences; none seen fewer than 2 times); 0.0000% of the character occurrences fall "
-            f"outside it") in done.stdout
+    assert (f"alphabet: {characters} of the text's {characters} distinct characters (every one); 0.0000% of the "
+            f"character occurrences fall outside it") in done.stdout
     held = run_cli("vocab", f"--input_file={corpus}", "--vocab_size=40", f"--output_file={output}")
     assert held.returncode == 0, held.stderr[-2000:]
     assert "held-out text: every 100th sentence of the input (1), not learned from (6 words): [UNK] 0.000%" in \

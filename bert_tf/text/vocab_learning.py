@@ -48,13 +48,13 @@ class LearnedVocab:
 
     def alphabet_line(self):
         """The alphabet for people: how many characters it kept and what share of the text falls outside it."""
-        from bert_tf.text.wordpiece_learner import DEFAULT_CHARACTER_COVERAGE, DEFAULT_MIN_CHARACTER_COUNT
+        from bert_tf.text.wordpiece_learner import DEFAULT_MAX_ALPHABET_SHARE
 
-        return (f"alphabet: {self.alphabet_size} of the text's {self.distinct_characters} distinct characters (the "
-                f"most frequent, to cover {DEFAULT_CHARACTER_COVERAGE:.2%} of the occurrences; none seen fewer than "
-                f"{DEFAULT_MIN_CHARACTER_COUNT} times); "
-                f"{self.unknown_character_share:.4%} of the character occurrences fall outside it (their words are "
-                f"[UNK])")
+        kept = ("every one" if self.alphabet_size == self.distinct_characters else
+                f"the most frequent, as many as {DEFAULT_MAX_ALPHABET_SHARE:.0%} of the vocab")
+        return (f"alphabet: {self.alphabet_size} of the text's {self.distinct_characters} distinct characters "
+                f"({kept}); {self.unknown_character_share:.4%} of the character occurrences fall outside it (their "
+                f"words are [UNK])")
 
 
 def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):

@@ -1,14 +1,14 @@
 """Learning WordPiece pieces from word counts: an alphabet sized to the text, then pair merges up to the size asked.
 
 The rule, stated once here:
-- The alphabet is the text's most frequent characters, as many as cover `character_coverage` of the character
-  occurrences (99.99%), none seen fewer than `min_character_count` times (2), at most `max_alphabet_share` of the
-  vocab; each is a piece. A word holding a character outside it is [UNK]
-  whole under the original's WordPiece, so it is left out of the learning.
-- A character of the alphabet that continues words at least `min_character_count` times is a "##" piece too, except
-  CJK ideographs (`_CJK_RANGES`) and punctuation (`is_punctuation`): the tokenizer puts each of them in a word of
-  its own, so "##" before one can never be produced and no such token is learned (kana, Hangul and symbols such as
-  € continue words and keep theirs).
+- The alphabet is every character of the text, most frequent first, at most `max_alphabet_share` of the vocab; each
+  is a piece. A character left out makes every word holding it [UNK] whole under the original's WordPiece (so such
+  words are left out of the learning), and the characters a text uses rarely are the ones other text uses often:
+  German quotation marks rare in manual pages, an ideograph one page uses. Only a text with more distinct
+  characters than half the vocab loses its rarest ones.
+- A character of the alphabet that continues a word is a "##" piece too, except CJK ideographs (`_CJK_RANGES`) and
+  punctuation (`is_punctuation`): the tokenizer puts each of them in a word of its own, so "##" before one can never
+  be produced and no such token is learned (kana, Hangul and symbols such as € continue words and keep theirs).
 - Then, as Hugging Face tokenizers' WordPiece trainer and the BPE it is built on: every word is its characters'
   pieces; the adjacent pair of pieces with the highest count over the words (weighted by the words' counts) is
   merged into one new piece, everywhere, until the vocab has the size asked for or no pair occurs twice (ties: the
@@ -30,12 +30,6 @@ from bert_tf.text.normalization import MAX_CHARS_PER_WORD, is_cjk_character, is_
 from bert_tf.text.word_counting import PROGRESS_SECONDS
 
 CONTINUATION = "##"
-# The alphabet covers this share of the text's character occurrences: a slot spent on a rarer character would save
-# fewer [UNK] words than a merged piece saves pieces. On the 106 MB of bench/bench_vocab_learning.py that is 2,419 of
-# its 3,937 characters (those seen 16 times or more), and 0.03% of the held-out words are [UNK].
-DEFAULT_CHARACTER_COVERAGE = 0.9999
-# A character seen fewer times is never in the alphabet (its words are [UNK]), however small the text.
-DEFAULT_MIN_CHARACTER_COUNT = 2
 # The alphabet takes at most this share of the vocab (the most frequent characters), so pieces get the rest even
 # on a text of many thousand distinct ideographs.
 DEFAULT_MAX_ALPHABET_SHARE = 0.5
@@ -57,11 +51,11 @@ class Alphabet:
     character of the text occurs.
 
     Example:
-    >>> alphabet = Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=10, coverage=0.99, min_count=2)
+    >>> alphabet = Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=10)
     >>> alphabet.characters, alphabet.continuing, alphabet.unknown_share()
-    (['b', 'a'], ['b'], 0.2)
-    >>> Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=10, coverage=0.5, min_count=2).characters
-    ['b']
+    (['b', 'a', 'c', '中'], ['b'], 0.0)
+    >>> Alphabet.of({"ab": 3, "b": 2, "中": 1, "c": 1}, size_limit=2).unknown_share()
+    0.2
     """
 
     characters: list
@@ -69,24 +63,17 @@ class Alphabet:
     counts: dict
 
     @classmethod
-    def of(cls, words, size_limit, coverage=DEFAULT_CHARACTER_COVERAGE, min_count=DEFAULT_MIN_CHARACTER_COUNT):
-        """The alphabet of `words` ({word: count}): the most frequent characters (ties by the character) until they
-        cover `coverage` of the occurrences, none seen fewer than `min_count` times, at most `size_limit`; each as a
-        "##" continuation too when it continues words at least `min_count` times and can (`stands_alone` is
-        false)."""
-        counts, continuing = collections.Counter(), collections.Counter()
+    def of(cls, words, size_limit):
+        """The alphabet of `words` ({word: count}): every character, the most frequent first (ties by the
+        character), at most `size_limit`; each as a "##" continuation too when it continues a word and can
+        (`stands_alone` is false)."""
+        counts, continuing = collections.Counter(), set()
         for word, count in words.items():
             for char in word:
                 counts[char] += count
-            for char in word[1:]:
-                continuing[char] += count
-        enough, kept, covered = coverage * sum(counts.values()), [], 0
-        for char in sorted((c for c, n in counts.items() if n >= min_count), key=lambda c: (-counts[c], c)):
-            if covered >= enough or len(kept) == size_limit:
-                break
-            kept.append(char)
-            covered += counts[char]
-        return cls(kept, [c for c in kept if continuing[c] >= min_count and not stands_alone(c)], dict(counts))
+            continuing.update(word[1:])
+        kept = sorted(counts, key=lambda c: (-counts[c], c))[:size_limit]
+        return cls(kept, [c for c in kept if c in continuing and not stands_alone(c)], dict(counts))
 
     def unknown_share(self):
         """The share of the text's character occurrences outside the alphabet (their words are [UNK])."""
@@ -94,8 +81,7 @@ class Alphabet:
         return sum(n for c, n in self.counts.items() if c not in kept) / max(sum(self.counts.values()), 1)
 
 
-def learn_pieces(words, size, character_coverage=DEFAULT_CHARACTER_COVERAGE,
-                 min_character_count=DEFAULT_MIN_CHARACTER_COUNT, max_alphabet_share=DEFAULT_MAX_ALPHABET_SHARE):
+def learn_pieces(words, size, max_alphabet_share=DEFAULT_MAX_ALPHABET_SHARE):
     """WordPiece pieces for a vocab of `size` tokens (special tokens not included), learned by the module's rule.
 
     Args:
@@ -111,7 +97,7 @@ def learn_pieces(words, size, character_coverage=DEFAULT_CHARACTER_COVERAGE,
     >>> pieces[:4], "##中" in pieces, "##," in pieces, pieces[-3:]
     (['e', 'w', 's', 't'], False, False, ['wi', '##dest', 'widest'])
     """
-    alphabet = Alphabet.of(words, int(size * max_alphabet_share), character_coverage, min_character_count)
+    alphabet = Alphabet.of(words, int(size * max_alphabet_share))
     pieces = alphabet.characters + [CONTINUATION + c for c in alphabet.continuing]
     # Only words of two characters or more have pairs; one holding a character outside the alphabet is [UNK].
     starts, continues = set(alphabet.characters), set(alphabet.continuing)
