@@ -15,11 +15,12 @@ from bert_tf.errors import InputError
 from bert_tf.finetuning.recipe import FinetuningRecipe
 from bert_tf.model_dir import tokenizer_settings, write_model_dir
 from bert_tf.serving.settings_variables import saved_settings
-from bert_tf.text.accent_choice import MAX_CHANGED_WORD_SHARE, choose_strip_accents
+from bert_tf.text.accent_choice import MAX_CHANGED_WORD_SHARE, choose_strip_accents, stripped_word_counts
 from bert_tf.text.normalization import loses_mark, normalize
 from bert_tf.text.tokenizer import FullTokenizer
 from bert_tf.text.tokenizer_settings import TokenizerSettings, settings_path
 from bert_tf.text.vocabulary import SPECIAL_TOKENS, read_vocab_file
+from bert_tf.text.word_counting import count_text
 from helpers import run_cli, tiny_config
 
 # A few sentences per language, each with letters that accent stripping changes (Korean: none that it drops).
@@ -54,7 +55,7 @@ def test_lower_casing_without_stripping_keeps_every_mark():
 
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_the_default_keeps_the_marks_of_text_that_needs_them(language):
-    choice = choose_strip_accents(LANGUAGES[language])
+    choice = choose_strip_accents(lower_cased_words(LANGUAGES[language]))
     assert not choice.strip_accents and choice.share > MAX_CHANGED_WORD_SHARE, choice
     assert "keeping accents" in choice.reason()
 
@@ -65,10 +66,24 @@ def test_the_default_strips_english_and_loses_nothing_in_hangul(bible_csv):
 
     with gzip.open(bible_csv, "rt", encoding="utf-8") as f:
         verses = [row[4] for row in csv.reader(f)][1:] + ["The café was naïve."]
-    english = choose_strip_accents(verses)
+    english = choose_strip_accents(lower_cased_words(verses))
     assert english.strip_accents and 0 < english.changed <= MAX_CHANGED_WORD_SHARE * english.words, english
-    korean = choose_strip_accents(KOREAN)
+    korean = choose_strip_accents(lower_cased_words(KOREAN))
     assert korean.changed == 0 and korean.words > 0  # decomposed syllables are jamo letters, no mark to drop
+
+
+def lower_cased_words(sentences):
+    return count_text(sentences, TokenizerSettings.of(True, False).normalizer()).words
+
+
+def test_stripping_the_counted_words_counts_the_text_stripped():
+    """bert-vocab decides on the words counted lower-cased, then strips them rather than reading the text again:
+    the same counts as the text normalized with stripping, in every script (and a Greek question mark and varia,
+    whose decompositions are punctuation)."""
+    sentences = ([s for sentences in LANGUAGES.values() for s in sentences] + KOREAN
+                 + ["ÉTÉ e\u0301te\u0301 a\u037eb \u1fefx"])
+    stripped = count_text(sentences, TokenizerSettings.of(True, True).normalizer()).words
+    assert stripped_word_counts(lower_cased_words(sentences)) == stripped
 
 
 def test_settings_file_round_trip_and_refusals(tmp_path):

@@ -83,20 +83,16 @@ def main(config):
     if config.extend:
         extend(config, sentences, counts)
         return
-    import functools
-
-    from bert_tf.text.normalization import normalize
-    from bert_tf.text.vocab_learning import learn_vocab, too_few_tokens, write_vocab
+    from bert_tf.text.vocab_learning import check_vocab_size, learn_vocab_from_words, too_few_tokens, write_vocab
     from bert_tf.text.vocab_report import HELD_OUT_EVERY, hold_out, report_vocab
     from bert_tf.text.word_counting import count_words
 
+    check_vocab_size(config.vocab_size)
     held_out = []
     if not config.heldout_file:
         sentences = hold_out(sentences, held_out)
-    settings = learning_settings(config)
-    normalize_text = functools.partial(normalize, do_lower_case=settings.do_lower_case,
-                                       strip_accents=settings.strip_accents)
-    learned = learn_vocab(sentences, config.vocab_size, normalize_text)
+    settings, words = count_learning_words(config, sentences)
+    learned = learn_vocab_from_words(words, config.vocab_size)
     write_vocab(learned.tokens, config.output_file)
     written = settings.write_beside(config.output_file)
     print(f"wrote {len(learned.tokens)} tokens to {config.output_file} (learned from {counts.lines} lines of "
@@ -109,7 +105,7 @@ def main(config):
     else:
         label = f"held-out text: every {HELD_OUT_EVERY}th sentence of the input ({len(held_out)}), not learned from"
     if held_out:
-        report = report_vocab(learned.tokens, count_words(held_out, normalize_text, processes=1).words)
+        report = report_vocab(learned.tokens, count_words(held_out, settings.normalizer(), processes=1).words)
         print(report.line(label), flush=True)
     else:
         print(f"no held-out report: the input has fewer than {HELD_OUT_EVERY} sentences; pass --heldout_file",
@@ -119,19 +115,24 @@ def main(config):
         print(f"{COMMAND.program}: warning: {warning}", file=sys.stderr, flush=True)
 
 
-def learning_settings(config):
-    """The settings to learn with: the flags given; else lower-cased, and accents stripped where that changes
-    almost no word of the text (one pass over it first, whose choice and reason are printed)."""
-    from bert_tf.text.accent_choice import choose_strip_accents
-    from bert_tf.text.corpus import CorpusCounts
+def count_learning_words(config, sentences):
+    """The settings to learn with and the text's words counted under them: the flags given; else lower-cased, and
+    accents stripped where that changes almost no word of the text (decided on the words counted without stripping,
+    then stripped; the choice and its reason are printed)."""
+    from bert_tf.text.accent_choice import choose_strip_accents, stripped_word_counts
     from bert_tf.text.tokenizer_settings import TokenizerSettings
+    from bert_tf.text.word_counting import count_words
 
     do_lower_case = True if config.do_lower_case is None else config.do_lower_case
     if config.strip_accents is not None or not do_lower_case:
-        return TokenizerSettings.of(do_lower_case, config.strip_accents)
-    choice = choose_strip_accents(s for d in config.corpus.read(CorpusCounts()) for s in d)
+        settings = TokenizerSettings.of(do_lower_case, config.strip_accents)
+        return settings, count_words(sentences, settings.normalizer()).words
+    words = count_words(sentences, TokenizerSettings.of(True, False).normalizer()).words
+    choice = choose_strip_accents(words)
     print(f"accents: {choice.reason()}", flush=True)
-    return TokenizerSettings.of(do_lower_case, choice.strip_accents)
+    if choice.strip_accents:
+        words = stripped_word_counts(words)
+    return TokenizerSettings.of(do_lower_case, choice.strip_accents), words
 
 
 def heldout_sentences(config):

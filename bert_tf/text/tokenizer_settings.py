@@ -23,13 +23,14 @@ TokenizerSettings(do_lower_case=True, strip_accents=True)
 """
 
 import dataclasses
+import functools
 import json
 import os
 
 from bert_tf.errors import InputError
 from bert_tf.file_format import with_format_version, without_format_version
 from bert_tf.file_io import file_exists, read_text
-from bert_tf.text.normalization import strips_accents
+from bert_tf.text.normalization import normalize, strips_accents
 
 SETTINGS_SUFFIX = ".settings.json"
 DO_LOWER_CASE_HELP = ("Lower-case the text (an uncased vocab); without --strip_accents it also strips accents, as "
@@ -77,6 +78,10 @@ class TokenizerSettings:
     def of(cls, do_lower_case=True, strip_accents=None):
         """Settings from the two flags' values; `strip_accents` None follows `do_lower_case` (the original)."""
         return cls(bool(do_lower_case), strips_accents(do_lower_case, strip_accents))
+
+    def normalizer(self):
+        """`normalize` under these settings, as a picklable str -> str (for `count_words`' processes)."""
+        return functools.partial(normalize, do_lower_case=self.do_lower_case, strip_accents=self.strip_accents)
 
     def describe(self):
         """The two settings as a user reads them in a message."""

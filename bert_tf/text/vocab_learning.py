@@ -57,6 +57,13 @@ class LearnedVocab:
                 f"words are [UNK])")
 
 
+def check_vocab_size(vocab_size):
+    """InputError unless `vocab_size` leaves room for pieces beside the special tokens (before reading any text)."""
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise InputError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
+                         f"use a few thousand (the original English vocab has 30522).")
+
+
 def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):
     """Learns a WordPiece vocab of `vocab_size` tokens; the special tokens come first.
 
@@ -77,18 +84,27 @@ def learn_vocab(sentences, vocab_size, normalize_text=None, processes=None):
     """
     from bert_tf.text.normalization import normalize
     from bert_tf.text.word_counting import count_words
+
+    check_vocab_size(vocab_size)
+    normalize_text = normalize_text or functools.partial(normalize, do_lower_case=True)
+    return learn_vocab_from_words(count_words(sentences, normalize_text, processes).words, vocab_size)
+
+
+def learn_vocab_from_words(words, vocab_size):
+    """`learn_vocab` from word counts ({normalized word: count}, e.g. `count_words(...).words`).
+
+    Example:
+    >>> learn_vocab_from_words({"the": 9, "cat": 3, ".": 3}, vocab_size=30).tokens[5:]
+    ['t', 'e', 'h', '.', 'a', 'c', '##t', '##e', '##h', '##a', 'th', 'the', 'ca', 'cat']
+    """
     from bert_tf.text.wordpiece_learner import learn_pieces
 
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise InputError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens: "
-                         f"use a few thousand (the original English vocab has 30522).")
-    normalize_text = normalize_text or functools.partial(normalize, do_lower_case=True)
-    started = time.perf_counter()
-    counts = count_words(sentences, normalize_text, processes)
-    if not counts.words:
+    check_vocab_size(vocab_size)
+    if not words:
         raise InputError("The text to learn a vocab from is empty (no sentence with a character to keep): pass "
                          "UTF-8 text files with --input_file.")
-    pieces, alphabet = learn_pieces(counts.words, vocab_size - len(SPECIAL_TOKENS))
+    started = time.perf_counter()
+    pieces, alphabet = learn_pieces(words, vocab_size - len(SPECIAL_TOKENS))
     tokens = list(SPECIAL_TOKENS) + pieces  # no piece holds "[" (punctuation)
     Vocabulary(tokens, "the learned vocab").require(SPECIAL_TOKENS, "pre-training", pad_first=True)
     logging.info("Learned %d tokens in %.1f s.", len(tokens), time.perf_counter() - started)
