@@ -448,7 +448,7 @@ def test_internal_error_inside_a_command_exits_1_with_the_hint(paths, tmp_path):
               "from bert_tf.text import vocab_learning\n"
               "def broken(*args, **kwargs):\n"
               "    raise ValueError('shapes (3,) and (4,) do not match')\n"
-              "vocab_learning.learn_vocab = broken\n"
+              "vocab_learning.learn_vocab_from_words = broken\n"
               "from bert_tf.cli import vocab\n"
               "sys.argv = ['bert-vocab', *sys.argv[1:]]\n"
               "vocab.run()\n")
